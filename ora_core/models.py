@@ -1,0 +1,256 @@
+"""Pydantic shapes for everything that crosses a boundary (plugin <-> kernel, step <-> step,
+process <-> disk). Validated once, at the boundary; error messages name the field path."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# --- model calls -------------------------------------------------------------------------
+
+
+class Message(_Shape):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class CompletionParams(_Shape):
+    """What a caller asks of one model call."""
+
+    model: str = ""
+    max_tokens: int = Field(default=512, ge=1)
+    temperature: float = Field(default=0.2, ge=0.0, le=2.0)
+    stop: list[str] = Field(default_factory=list)
+    timeout_s: float = Field(default=120.0, gt=0)
+    stream: bool = False
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Completion(_Shape):
+    """A successful model call. Failures are ``BackendError`` exceptions, never a Completion."""
+
+    text: str
+    provider: str
+    model: str
+    family: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    finish_reason: str = ""
+    cached: bool = False
+
+
+class ModelCallRecord(_Shape):
+    """One entry of the role ledger: what was planned for a role and what actually ran."""
+
+    role: str
+    prompt_key: str
+    planned_provider: str
+    planned_model: str
+    effective_provider: str = ""
+    effective_model: str = ""
+    fallback_flags: list[str] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    error: dict[str, str] | None = None
+
+    @property
+    def mismatch(self) -> bool:
+        return bool(self.effective_model) and (
+            self.effective_provider != self.planned_provider
+            or self.effective_model != self.planned_model
+        )
+
+
+# --- retrieval -----------------------------------------------------------------------------
+
+
+class Provenance(_Shape):
+    """Where a chunk came from; carried by every chunk, end to end."""
+
+    collection: str
+    source: str  # a vault path or a URL
+    heading: str = ""
+    type: str = ""
+    source_type: str = ""
+    approved: bool = False
+    score: float = 0.0
+    weight: float = 1.0
+    ingested_at: datetime | None = None
+    stream: str = ""  # concept | conversation | relationship | web | supplement
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Chunk(_Shape):
+    id: str
+    text: str
+    provenance: Provenance
+
+
+class EmptyReason(str, Enum):
+    index_empty = "index_empty"
+    no_match = "no_match"
+    filtered_out = "filtered_out"
+    ranker_truncation = "ranker_truncation"
+
+
+class EmptyDiagnosis(_Shape):
+    """Why a retrieval came back empty without an exception: empty is never ambiguous."""
+
+    empty_reason: EmptyReason
+    collection_total_count: int = 0
+    raw_chunks_returned: int = 0
+    filtered_chunks_returned: int = 0
+    filters_applied: dict[str, Any] = Field(default_factory=dict)
+    detail: str = ""
+
+
+class Retrieval(_Shape):
+    stream: str
+    query: str
+    chunks: list[Chunk] = Field(default_factory=list)
+    empty_diagnosis: EmptyDiagnosis | None = None
+    retriever: str = ""
+    latency_s: float = 0.0
+
+    @property
+    def empty(self) -> bool:
+        return not self.chunks
+
+
+class RetrievalFilters(_Shape):
+    types: list[str] = Field(default_factory=list)
+    source_types: list[str] = Field(default_factory=list)
+    approved_only: bool = False
+    collections: list[str] = Field(default_factory=list)
+    min_score: float | None = None
+
+
+# --- detection and verification ---------------------------------------------------------------
+
+
+class Signal(_Shape):
+    """What a detector found."""
+
+    detector: str
+    kind: str  # bypass | mode_signal | unhealthy | broken | supplement_request | specifics ...
+    name: str
+    strength: Literal["strong", "weak"] = "strong"
+    matched: str = ""
+    start: int | None = None
+    end: int | None = None
+    mode: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class VerdictStatus(str, Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    BROKEN = "BROKEN"
+
+
+class Verdict(_Shape):
+    status: VerdictStatus
+    verifier: str
+    reasons: list[str] = Field(default_factory=list)
+    raw_output: str = ""
+    score: float | None = None
+    unsupported_claims: list[str] = Field(default_factory=list)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+# --- reliability and health ---------------------------------------------------------------------
+
+
+class Contingency(_Shape):
+    """A named fallback that fired. Graceful degradation, recorded and counted."""
+
+    name: str
+    step: str
+    detail: str = ""
+    severity: Literal["info", "warning", "degraded", "error"] = "warning"
+    at: datetime = Field(default_factory=utc_now)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class StepHealth(_Shape):
+    step: str
+    verdict: Literal["PASS", "FAIL", "BROKEN", "SKIPPED", "OK", "DEGRADED"] = "OK"
+    contingencies: list[str] = Field(default_factory=list)
+    degraded: bool = False
+    attempts: int = 1
+    latency_s: float = 0.0
+
+
+TurnStatus = Literal["ok", "degraded", "needs_clarification", "halted"]
+
+# --- trace events ---------------------------------------------------------------------------------
+
+EventKind = Literal[
+    "turn_started",
+    "step_started",
+    "step_finished",
+    "model_call",
+    "retrieval",
+    "rag_failure",
+    "supplement",
+    "contingency",
+    "oversight",
+    "turn_finished",
+    "sink_failure",
+    "note",
+]
+
+
+class TraceEvent(_Shape):
+    """One typed event of a turn, sent to every registered trace sink."""
+
+    kind: EventKind
+    turn_id: str
+    conversation_id: str
+    seq: int = 0
+    at: datetime = Field(default_factory=utc_now)
+    step: str = ""
+    step_index: int | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class TurnInfo(_Shape):
+    """What a sink needs to know about the turn it is recording."""
+
+    turn_id: str
+    conversation_id: str
+    started_at: datetime
+    prompt: str
+    config_hash: str
+    plugins: dict[str, str] = Field(default_factory=dict)  # plugin name -> version
+
+
+class TurnResult(_Shape):
+    """What ``ora run`` returns (and prints with ``--json``)."""
+
+    status: TurnStatus
+    answer: str = ""
+    question: str | None = None  # set when status is needs_clarification
+    mode: str = ""
+    gear: int = 0
+    turn_id: str = ""
+    conversation_id: str = ""
+    trace_path: str | None = None
+    tracing_degraded: bool = False
+    contingencies: list[str] = Field(default_factory=list)
+    diagnostic: dict[str, Any] | None = None
+    runtime_role_models: list[ModelCallRecord] = Field(default_factory=list)

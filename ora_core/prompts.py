@@ -1,0 +1,61 @@
+"""System prompts: the one place every model call's system prompt is built.
+
+The universal anti-confabulation directive (seed 000, failure #5) and, when Phase A inferred
+anything, the PHASE A ASSUMPTIONS block (failure #10) are added here and nowhere else, so no
+call can be made without them (``ora_core.backends.call_role`` only accepts messages built here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .models import Message
+
+ANTI_CONFABULATION_DIRECTIVE = """\
+## UNIVERSAL ANTI-CONFABULATION DIRECTIVE
+Never invent specific facts you cannot verify from the material in front of you. The high-risk
+class is names, dates, times, numbers and statistics, quotations, citations, URLs and the state
+of any system (including the current date and time, which you do not know). When the material
+does not contain what you need, say so plainly: name the gap. The honest "I don't know" beats
+the confident wrong answer."""
+
+DIRECTIVE_MARKER = "## UNIVERSAL ANTI-CONFABULATION DIRECTIVE"
+ASSUMPTIONS_HEADER = "## PHASE A ASSUMPTIONS (NOT USER-STATED FACTS)"
+
+
+def assumptions_block(inferred_items: Sequence[str]) -> str:
+    items = [i.strip() for i in inferred_items if i and i.strip()]
+    if not items:
+        return ""
+    lines = [
+        ASSUMPTIONS_HEADER,
+        "Phase A inferred these; the user did not state them. Treat each as a working assumption,",
+        "and name it explicitly wherever your answer depends on it so the user can correct it.",
+    ]
+    lines += [f"- {item}" for item in items]
+    return "\n".join(lines)
+
+
+def system_prompt(task: str = "", *, inferred_items: Sequence[str] = (), extra: str = "") -> str:
+    parts = [ANTI_CONFABULATION_DIRECTIVE]
+    block = assumptions_block(inferred_items)
+    if block:
+        parts.append(block)
+    if task.strip():
+        parts.append(task.strip())
+    if extra.strip():
+        parts.append(extra.strip())
+    return "\n\n".join(parts)
+
+
+def build_messages(task: str, user: str, *, inferred_items: Sequence[str] = (),
+                   extra_system: str = "") -> list[Message]:
+    """A system message (directive first) and one user message."""
+    return [
+        Message(role="system", content=system_prompt(task, inferred_items=inferred_items, extra=extra_system)),
+        Message(role="user", content=user),
+    ]
+
+
+def carries_directive(messages: Sequence[Message]) -> bool:
+    return bool(messages) and messages[0].role == "system" and DIRECTIVE_MARKER in messages[0].content

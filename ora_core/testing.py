@@ -1,0 +1,85 @@
+"""Fixtures for plugin authors (a pytest plugin, registered as ``pytest11`` entry point ``ora``).
+
+Tests never autoload installed plugins: ``ora_host`` is a plugin host with nothing loaded, and
+``register_plugin`` adds an in-process plugin object for one test and removes it afterwards.
+
+    def test_my_detector_fires(ora_host, register_plugin):
+        register_plugin(my_plugin_module)
+        detector = ora_host.get("detector", "my-detector")
+        ...
+
+``make_config`` builds a validated configuration from a dict (over the bundled default), and
+``make_runtime`` a runtime over a host and a config, for driving a whole turn in a test.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .config import DEFAULT_CONFIG_PATH, OraConfig, ResolvedConfig, _check_roles, _deep_merge, config_hash
+from .plugins import PluginHost, PluginRecord
+
+
+def make_host(*plugins: object, strict: bool = True, env: Mapping[str, str] | None = None) -> PluginHost:
+    """A host without autoload; ``plugins`` are registered in process (strict by default)."""
+    host = PluginHost(strict=strict, env=dict(env or {}))
+    for plugin in plugins:
+        host.register_plugin(plugin)
+    return host
+
+
+def make_config(overrides: Mapping[str, Any] | None = None, *, base_default: bool = True) -> ResolvedConfig:
+    data: dict[str, Any] = tomllib.loads(DEFAULT_CONFIG_PATH.read_text()) if base_default else {}
+    data = _deep_merge(data, overrides or {})
+    config = OraConfig.model_validate(data)
+    _check_roles(config, "test config")
+    return ResolvedConfig(config=config, sources=["test"], hash=config_hash(config))
+
+
+def scripted_config(trace_root: Path | str | None = None, *, rules: list[dict[str, str]] | None = None,
+                    default: str | None = None, **more: Any) -> ResolvedConfig:
+    """Every role on one scripted backend; tracing into ``trace_root`` if given."""
+    options: dict[str, Any] = {"rules": rules or []}
+    if default is not None:
+        options["default"] = default
+    overrides: dict[str, Any] = {
+        "backends": {"local": {"type": "scripted", "model": "scripted-1", "family": "scripted",
+                               "options": options}},
+    }
+    if trace_root is not None:
+        overrides["trace"] = {"root": str(trace_root)}
+    return make_config(_deep_merge(overrides, more))
+
+
+def make_runtime(host: PluginHost, resolved: ResolvedConfig, stderr: Any = None) -> Any:
+    import sys
+
+    from .pipeline import Runtime
+
+    return Runtime(host=host, resolved=resolved, stderr=stderr or sys.stderr)
+
+
+@pytest.fixture
+def ora_host() -> PluginHost:
+    """A plugin host with no plugins loaded (no entry-point autoload)."""
+    return make_host()
+
+
+@pytest.fixture
+def register_plugin(ora_host: PluginHost) -> Iterator[Any]:
+    """``register_plugin(obj, name=None) -> PluginRecord``; unregistered after the test."""
+    names: list[str] = []
+
+    def _register(plugin: object, name: str | None = None, **kw: Any) -> PluginRecord:
+        record = ora_host.register_plugin(plugin, name=name, **kw)
+        names.append(record.name)
+        return record
+
+    yield _register
+    for name in reversed(names):
+        ora_host.unregister_plugin(name)

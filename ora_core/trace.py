@@ -1,0 +1,223 @@
+"""The trace API: a turn context that emits typed events to every registered trace sink.
+
+The kernel owns the API, not the storage: the on-disk forensic sink is a plugin. A sink that
+raises is isolated: reported once on stderr per sink and turn, marked in the result as
+``tracing_degraded``, and the run goes on (seed 000 §4.3: a trace that crashes the system it
+instruments is worse than no trace at all).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import IO, Any
+
+from .models import Contingency, EventKind, ModelCallRecord, StepHealth, TraceEvent, TurnInfo, TurnResult
+
+_SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def sanitize_id(raw: str, default: str = "default") -> str:
+    """A conversation id safe as one directory name: no separators, no traversal, no odd bytes."""
+    cleaned = _SAFE_ID.sub("-", raw).strip(".-_")
+    cleaned = re.sub(r"\.{2,}", ".", cleaned)[:80]
+    return cleaned or default
+
+
+def new_turn_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
+    return now.strftime("%Y%m%dT%H%M%S.%fZ") + "-" + uuid.uuid4().hex[:6]
+
+
+class TurnContext:
+    """Everything one turn knows: config, plugins, sinks, and what has happened so far.
+
+    Passed as ``ctx`` to detectors, retrievers and verifiers, so they can read the
+    configuration and record contingencies without importing anything but ``ora_core``.
+    """
+
+    def __init__(
+        self,
+        *,
+        prompt: str,
+        config: Any,
+        config_hash: str,
+        sinks: Sequence[Any] = (),
+        host: Any = None,
+        conversation_id: str = "default",
+        plugins: dict[str, str] | None = None,
+        secrets: Sequence[str] = (),
+        stderr: IO[str] | None = None,
+    ) -> None:
+        self.started_at = datetime.now(timezone.utc)
+        self.turn_id = new_turn_id(self.started_at)
+        self.conversation_id = sanitize_id(conversation_id)
+        self.prompt = prompt
+        self.config = config
+        self.config_hash = config_hash
+        self.host = host
+        self.secrets = tuple(s for s in secrets if s)
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self.info = TurnInfo(
+            turn_id=self.turn_id,
+            conversation_id=self.conversation_id,
+            started_at=self.started_at,
+            prompt=prompt,
+            config_hash=config_hash,
+            plugins=dict(plugins or {}),
+        )
+        self._sinks = list(sinks)
+        self._failed_sinks: dict[str, str] = {}
+        self._seq = 0
+        self._step_counter = 0
+        self.contingencies: list[Contingency] = []
+        self.health: dict[str, StepHealth] = {}
+        self.calls: list[ModelCallRecord] = []
+        self.trace_paths: list[str] = []
+        self.data: dict[str, Any] = {}  # scratch space shared by the steps of this turn
+
+    # --- sinks ------------------------------------------------------------------------------
+
+    @property
+    def tracing_degraded(self) -> bool:
+        return bool(self._failed_sinks)
+
+    @property
+    def sink_failures(self) -> dict[str, str]:
+        return dict(self._failed_sinks)
+
+    def _sink_failed(self, sink: Any, stage: str, exc: BaseException) -> None:
+        name = getattr(sink, "name", type(sink).__name__)
+        if name in self._failed_sinks:
+            return
+        message = f"{stage}: {type(exc).__name__}: {exc}"
+        self._failed_sinks[name] = message
+        print(f"ora: trace sink {name!r} failed ({message}); the run goes on without it",
+              file=self.stderr)
+
+    def _to_sinks(self, method: str, *args: Any) -> list[Any]:
+        results = []
+        for sink in self._sinks:
+            name = getattr(sink, "name", type(sink).__name__)
+            if name in self._failed_sinks:
+                continue
+            try:
+                results.append(getattr(sink, method)(*args))
+            except Exception as exc:  # noqa: BLE001 - isolation; reported by _sink_failed
+                self._sink_failed(sink, method, exc)
+        return results
+
+    def open(self) -> TurnContext:
+        self._to_sinks("open_turn", self.info, self)
+        self.emit("turn_started", prompt=self.prompt, config_hash=self.config_hash,
+                  plugins=self.info.plugins)
+        return self
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "[REDACTED]")
+        return text
+
+    # --- events -----------------------------------------------------------------------------
+
+    def emit(self, kind: EventKind, *, step: str = "", step_index: int | None = None,
+             **data: Any) -> TraceEvent:
+        self._seq += 1
+        event = TraceEvent(kind=kind, turn_id=self.turn_id, conversation_id=self.conversation_id,
+                           seq=self._seq, step=step, step_index=step_index, data=data)
+        self._to_sinks("handle", event)
+        return event
+
+    @contextmanager
+    def step(self, name: str, **inputs: Any) -> Iterator[StepRecorder]:
+        """Record one step: its input package, its output package, its health."""
+        self._step_counter += 1
+        recorder = StepRecorder(self, name, self._step_counter)
+        self.emit("step_started", step=name, step_index=recorder.index, input=inputs)
+        try:
+            yield recorder
+        except BaseException as exc:
+            recorder.health.verdict = "BROKEN"
+            recorder.health.degraded = True
+            recorder.output.setdefault("error", {"error_class": type(exc).__name__, "message": str(exc)})
+            raise
+        finally:
+            recorder.finish()
+
+    def contingency(self, name: str, step: str, detail: str = "", *,
+                    severity: str = "warning", **data: Any) -> Contingency:
+        """Name a fallback that fired. It lands in the event stream and in step health."""
+        record = Contingency(name=name, step=step, detail=detail, severity=severity, data=data)  # type: ignore[arg-type]
+        self.contingencies.append(record)
+        health = self.health.setdefault(step, StepHealth(step=step))
+        if name not in health.contingencies:
+            health.contingencies.append(name)
+        if severity in {"degraded", "error"}:
+            health.degraded = True
+        self.emit("contingency", step=step, **record.model_dump(mode="json"))
+        return record
+
+    def record_call(self, record: ModelCallRecord, step: str = "") -> None:
+        self.calls.append(record)
+        self.emit("model_call", step=step, **record.model_dump(mode="json"), mismatch=record.mismatch)
+
+    # --- closing ------------------------------------------------------------------------------
+
+    def close(self, result: TurnResult) -> TurnResult:
+        """Finish the turn: final event, sinks closed, trace path and degradation recorded."""
+        result.turn_id = self.turn_id
+        result.conversation_id = self.conversation_id
+        result.contingencies = [c.name for c in self.contingencies]
+        result.runtime_role_models = list(self.calls)
+        self.emit("turn_finished", result=result.model_dump(mode="json"),
+                  step_health=[h.model_dump(mode="json") for h in self.health.values()],
+                  sink_failures=self.sink_failures)
+        for info in self._to_sinks("close_turn", self.info):
+            if isinstance(info, dict) and info.get("trace_path"):
+                self.trace_paths.append(str(info["trace_path"]))
+        result.trace_path = self.trace_paths[0] if self.trace_paths else None
+        result.tracing_degraded = self.tracing_degraded
+        return result
+
+
+class StandaloneContext:
+    """The ``ctx`` handed to components outside a turn (``ora vault search``, ``ora models
+    list --check``, benchmarks): the configuration, and contingencies reported on stderr and
+    kept in ``contingencies`` instead of a trace."""
+
+    def __init__(self, config: Any, *, stderr: IO[str] | None = None) -> None:
+        self.config = config
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self.contingencies: list[Contingency] = []
+        self.data: dict[str, Any] = {}
+
+    def contingency(self, name: str, step: str, detail: str = "", *,
+                    severity: str = "warning", **data: Any) -> Contingency:
+        record = Contingency(name=name, step=step, detail=detail, severity=severity, data=data)  # type: ignore[arg-type]
+        self.contingencies.append(record)
+        print(f"ora: {step}: {name}" + (f" ({detail})" if detail else ""), file=self.stderr)
+        return record
+
+
+class StepRecorder:
+    """The handle a step writes its output package and health into."""
+
+    def __init__(self, turn: TurnContext, name: str, index: int) -> None:
+        self.turn = turn
+        self.name = name
+        self.index = index
+        self.output: dict[str, Any] = {}
+        self.health = turn.health.setdefault(name, StepHealth(step=name))
+        self._start = datetime.now(timezone.utc)
+
+    def contingency(self, name: str, detail: str = "", **kw: Any) -> Contingency:
+        return self.turn.contingency(name, self.name, detail, **kw)
+
+    def finish(self) -> None:
+        self.health.latency_s = (datetime.now(timezone.utc) - self._start).total_seconds()
+        self.turn.emit("step_finished", step=self.name, step_index=self.index, output=self.output,
+                       health=self.health.model_dump(mode="json"))

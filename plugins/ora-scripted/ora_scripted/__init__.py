@@ -1,0 +1,107 @@
+"""A deterministic model backend: replies come from rules in the configuration.
+
+``[backends.x] type = "scripted"`` with ``options``:
+
+- ``rules``: a list of ``{match = "<regex>", reply = "<text>", on = "user|system|any"}``; the
+  first rule whose regex matches the chosen message (default: the last user message) wins.
+- ``default``: the reply when no rule matches (default: an honest "I don't know" with a gap).
+- ``replies``: a list consumed in order before the rules (a conversation script).
+- ``latency_s``: simulated latency (asyncio.sleep).
+- ``family``/``model`` come from the table as usual.
+
+A reply of the form ``!error:<kind>`` raises the typed ``BackendError`` of that kind
+(``timeout``, ``rate_limited``, ``auth``, ``session_expired``, ``unavailable``,
+``bad_response``), so failure paths are tested without ever returning error text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ora_core import hookimpl
+from ora_core.errors import (
+    BackendAuthError,
+    BackendBadResponse,
+    BackendError,
+    BackendRateLimited,
+    BackendSessionExpired,
+    BackendTimeout,
+    BackendUnavailable,
+)
+from ora_core.models import Completion, CompletionParams, Message
+
+ERRORS: dict[str, type[BackendError]] = {
+    "timeout": BackendTimeout,
+    "rate_limited": BackendRateLimited,
+    "auth": BackendAuthError,
+    "session_expired": BackendSessionExpired,
+    "unavailable": BackendUnavailable,
+    "bad_response": BackendBadResponse,
+}
+
+DEFAULT_REPLY = "I don't know. Gap: nothing in front of me answers this."
+
+
+class ScriptedBackend:
+    provider = "scripted"
+
+    def __init__(self, model: str = "scripted-1", family: str = "scripted", *,
+                 rules: Sequence[dict[str, Any]] = (), replies: Sequence[str] = (),
+                 default: str = DEFAULT_REPLY, latency_s: float = 0.0) -> None:
+        self.model = model
+        self.family = family
+        self.rules = [(re.compile(r["match"], re.I | re.S), r["reply"], r.get("on", "user")) for r in rules]
+        self.replies = list(replies)
+        self.default = default
+        self.latency_s = latency_s
+        self.calls: list[list[Message]] = []
+
+    def _choose(self, messages: Sequence[Message]) -> str:
+        if self.replies:
+            return self.replies.pop(0)
+        user = next((m.content for m in reversed(messages) if m.role == "user"), "")
+        system = next((m.content for m in messages if m.role == "system"), "")
+        for pattern, reply, on in self.rules:
+            target = {"user": user, "system": system}.get(on, system + "\n" + user)
+            if pattern.search(target):
+                return reply
+        return self.default
+
+    async def complete(self, messages: Sequence[Message], params: CompletionParams) -> Completion:
+        start = time.perf_counter()
+        self.calls.append(list(messages))
+        if self.latency_s:
+            await asyncio.sleep(self.latency_s)
+        reply = self._choose(messages)
+        if reply.startswith("!error:"):
+            kind = reply.removeprefix("!error:").strip()
+            cls = ERRORS.get(kind, BackendError)
+            raise cls(f"scripted {kind}", provider=self.provider, model=self.model, detail=reply)
+        words = sum(len(m.content.split()) for m in messages)
+        return Completion(text=reply, provider=self.provider, model=self.model, family=self.family,
+                          prompt_tokens=words, completion_tokens=len(reply.split()),
+                          latency_s=time.perf_counter() - start, finish_reason="stop")
+
+
+class ScriptedFactory:
+    name = "scripted"
+
+    def create(self, settings: Any) -> ScriptedBackend:
+        opts = dict(settings.options)
+        return ScriptedBackend(
+            model=settings.model or "scripted-1",
+            family=settings.family or "scripted",
+            rules=opts.get("rules", ()),
+            replies=opts.get("replies", ()),
+            default=opts.get("default", DEFAULT_REPLY),
+            latency_s=float(opts.get("latency_s", 0.0)),
+        )
+
+
+@hookimpl
+def ora_register_backends(register: Callable[..., None]) -> None:
+    register(ScriptedFactory())
