@@ -10,7 +10,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from .models import Completion, CompletionParams, Message, Retrieval, RetrievalFilters, Signal, TraceEvent, TurnInfo, Verdict
+from .models import (
+    Completion,
+    CompletionParams,
+    Message,
+    Retrieval,
+    RetrievalFilters,
+    Signal,
+    TraceEvent,
+    TurnInfo,
+    Verdict,
+)
 
 KINDS: tuple[str, ...] = ("detector", "backend", "retriever", "verifier", "trace_sink", "mode_pack")
 

@@ -11,7 +11,8 @@ accept any subset of the arguments listed here; an argument not listed is an err
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pluggy
 

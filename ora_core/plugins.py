@@ -12,6 +12,7 @@ Nothing here runs at import time: the CLI calls ``PluginHost.load_entrypoints()`
 
 from __future__ import annotations
 
+import difflib
 import inspect
 import os
 import sys
@@ -198,7 +199,8 @@ class PluginHost:
                         status: PluginStatus = "failed") -> None:
         record.fail(status, message)
         if self.strict:
-            raise PluginError(f"plugin {record.name!r} ({record.distribution or 'in-process'}): {message}") from exc
+            origin = record.distribution or "in-process"
+            raise PluginError(f"plugin {record.name!r} ({origin}): {message}") from exc
 
     def _register(self, plugin: object, record: PluginRecord) -> None:
         try:
@@ -210,7 +212,7 @@ class PluginHost:
             self.pm.check_pending()
         except pluggy.PluginValidationError as exc:
             self.pm.unregister(name=record.name)
-            self._record_failure(record, f"unknown hook: {_describe(exc)}", exc)
+            self._record_failure(record, _unknown_hook_message(plugin, exc), exc)
             return
         record.hooks = sorted(
             hc.name for hc in self.pm.get_hookcallers(plugin) or [] if hc.name.startswith("ora_")
@@ -226,7 +228,7 @@ class PluginHost:
                 self._add_component(record, _kind, component, name)
 
             try:
-                impl.function(register=register)
+                impl.function(**{"register": register} if "register" in impl.argnames else {})
             except RegistrationError as exc:
                 self._record_failure(record, str(exc), exc)
             except Exception as exc:  # noqa: BLE001 - a plugin's hook raising is recorded
@@ -301,6 +303,14 @@ class PluginHost:
         """The usable components of one kind, by name."""
         return {name: c.obj for name, c in self.registry[kind].items() if c.status == "ok"}
 
+    def detectors(self, layer: str | None = None, kind: str | None = None) -> list[Any]:
+        """Usable detectors, optionally only those on ``layer`` and/or of ``kind``, by name."""
+        return [
+            c.obj for name, c in sorted(self.registry["detector"].items())
+            if c.status == "ok" and (layer is None or c.layer == layer)
+            and (kind is None or getattr(c.obj, "kind", None) == kind)
+        ]
+
     def get(self, kind: str, name: str) -> Any:
         try:
             return self.registry[kind][name].obj
@@ -364,6 +374,22 @@ def _shape_problem(kind: str, component: Any) -> str | None:
     if kind == "backend" and not callable(component.create):
         return "has a 'create' that is not callable"
     return None
+
+
+def _unknown_hook_message(plugin: object, exc: BaseException) -> str:
+    """Name each hook implementation that matches no hookspec, with a did-you-mean."""
+    known = [name for name in dir(hookspecs) if name.startswith("ora_")]
+    unknown = []
+    for attr in dir(plugin):
+        if attr.startswith("_") or attr in known:
+            continue
+        if getattr(getattr(plugin, attr, None), f"{hookspecs.PROJECT}_impl", None) is None:
+            continue
+        close = difflib.get_close_matches(attr, known, n=1, cutoff=0.6)
+        unknown.append(f"{attr!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    if not unknown:
+        return f"unknown hook: {_describe(exc)}"
+    return "unknown hook " + ", ".join(unknown) + f"; known hooks: {', '.join(known)}"
 
 
 def _describe(exc: BaseException) -> str:

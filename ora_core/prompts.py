@@ -52,7 +52,8 @@ def build_messages(task: str, user: str, *, inferred_items: Sequence[str] = (),
                    extra_system: str = "") -> list[Message]:
     """A system message (directive first) and one user message."""
     return [
-        Message(role="system", content=system_prompt(task, inferred_items=inferred_items, extra=extra_system)),
+        Message(role="system",
+                content=system_prompt(task, inferred_items=inferred_items, extra=extra_system)),
         Message(role="user", content=user),
     ]
 

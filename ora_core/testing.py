@@ -10,10 +10,14 @@ Tests never autoload installed plugins: ``ora_host`` is a plugin host with nothi
 
 ``make_config`` builds a validated configuration from a dict (over the bundled default), and
 ``make_runtime`` a runtime over a host and a config, for driving a whole turn in a test.
+``write_distribution`` lays out a real (tiny) installed distribution on disk, with a
+``.dist-info`` and an ``ora`` entry point, so entry-point loading can be tested for real by
+putting its directory on ``sys.path`` (or ``PYTHONPATH`` for a subprocess).
 """
 
 from __future__ import annotations
 
+import textwrap
 import tomllib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -23,6 +27,29 @@ import pytest
 
 from .config import DEFAULT_CONFIG_PATH, OraConfig, ResolvedConfig, _check_roles, _deep_merge, config_hash
 from .plugins import PluginHost, PluginRecord
+
+
+def write_distribution(root: Path | str, name: str, *, version: str = "0.1.0",
+                       modules: Mapping[str, str], entry_points: Mapping[str, str],
+                       group: str = "ora") -> Path:
+    """Write an installed distribution ``name`` under ``root``; return ``root``.
+
+    ``modules`` maps a module file path (``"my_plugin.py"`` or ``"pkg/__init__.py"``) to its
+    source; ``entry_points`` maps an entry-point name to ``module`` or ``module:attr``.
+    """
+    root = Path(root)
+    for rel, source in modules.items():
+        target = root / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(source))
+    normalized = name.replace("-", "_")
+    info = root / f"{normalized}-{version}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+    lines = [f"[{group}]"] + [f"{ep} = {target}" for ep, target in entry_points.items()]
+    (info / "entry_points.txt").write_text("\n".join(lines) + "\n")
+    (info / "RECORD").write_text("")
+    return root
 
 
 def make_host(*plugins: object, strict: bool = True, env: Mapping[str, str] | None = None) -> PluginHost:

@@ -1,0 +1,159 @@
+"""Every hookspec exercised through the plugin host the way a plugin would use it."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from typing import Any
+
+import ora_scripted
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from ora_core import hookimpl
+from ora_core.cli import build_app
+from ora_core.pipeline import run_turn
+from ora_core.testing import make_host, make_runtime, scripted_config
+
+
+class MemorySink:
+    name = "memory"
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+        self.closed = False
+
+    def open_turn(self, turn: Any, ctx: Any) -> None:
+        self.events.clear()
+
+    def handle(self, event: Any) -> None:
+        self.events.append(event)
+
+    def close_turn(self, turn: Any) -> dict[str, Any]:
+        self.closed = True
+        return {"trace_path": "memory://" + turn.turn_id}
+
+
+def test_ora_register_backends_supplies_the_backend_a_role_runs_on(tmp_path: Path) -> None:
+    host = make_host(ora_scripted)
+    assert host.registry["backend"]["scripted"].plugin == "ora_scripted"
+    assert host.records["ora_scripted"].hooks == ["ora_register_backends"]
+    result = run_turn(make_runtime(host, scripted_config(default="Hi there.")), "Hello")
+    assert result.answer == "Hi there."
+    assert [(c.role, c.effective_provider, c.effective_model) for c in result.runtime_role_models] == [
+        ("direct", "scripted", "scripted-1")]
+
+
+def test_ora_register_trace_sinks_receives_the_whole_turn(tmp_path: Path) -> None:
+    sink = MemorySink()
+
+    class SinkPlugin:
+        @hookimpl
+        def ora_register_trace_sinks(self, register):
+            register(sink)
+
+    host = make_host(ora_scripted, SinkPlugin())
+    result = run_turn(make_runtime(host, scripted_config(default="Hi.")), "Hello")
+    kinds = [e.kind for e in sink.events]
+    assert kinds[0] == "turn_started" and kinds[-1] == "turn_finished"
+    assert "model_call" in kinds and sink.closed
+    assert result.trace_path == "memory://" + result.turn_id
+
+
+def test_ora_register_modes_adds_a_mode_pack_and_refuses_a_missing_directory(tmp_path: Path) -> None:
+    pack = tmp_path / "pack"
+    pack.mkdir()
+
+    class Pack:
+        @hookimpl
+        def ora_register_modes(self, register):
+            register(pack, name="extra")
+            register(tmp_path / "nowhere", name="ghost")
+
+    host = make_host(Pack(), strict=False)
+    assert host.components("mode_pack") == {"extra": pack}
+    record = host.records[next(iter(host.records))]
+    assert record.status == "failed"
+    assert record.errors == [f"mode pack directory {str(tmp_path / 'nowhere')!r} does not exist"]
+
+
+def test_ora_register_commands_adds_a_command_to_the_cli() -> None:
+    class Commands:
+        @hookimpl
+        def ora_register_commands(self, cli):
+            @cli.command("hello-plugin")
+            def hello(name: str = typer.Argument("world")) -> None:
+                typer.echo(f"hello {name} from a plugin")
+
+    host = make_host(Commands())
+    app = build_app()
+    host.register_commands(app)
+    result = CliRunner().invoke(app, ["hello-plugin", "ora"])
+    assert result.exit_code == 0, result.output
+    assert result.output == "hello ora from a plugin\n"
+
+
+def test_a_command_hook_that_raises_is_recorded_and_the_cli_still_builds() -> None:
+    class Broken:
+        @hookimpl
+        def ora_register_commands(self, cli):
+            raise RuntimeError("typer app not what I expected")
+
+    host = make_host(Broken(), strict=False)
+    app = build_app()
+    host.register_commands(app)
+    record = next(iter(host.records.values()))
+    assert record.status == "failed"
+    assert "ora_register_commands raised RuntimeError: typer app not what I expected" in record.errors[0]
+    assert CliRunner().invoke(app, ["--help"]).exit_code == 0
+
+
+def test_ora_turn_started_and_ora_turn_finished_observe_the_turn() -> None:
+    seen: list[tuple[str, Any]] = []
+
+    class Observer:
+        @hookimpl
+        def ora_turn_started(self, turn):
+            seen.append(("started", turn.prompt))
+
+        @hookimpl
+        def ora_turn_finished(self, turn, result):
+            seen.append(("finished", result.answer))
+
+    host = make_host(ora_scripted, Observer())
+    run_turn(make_runtime(host, scripted_config(default="Fine.")), "How are you?")
+    assert seen == [("started", "How are you?"), ("finished", "Fine.")]
+
+
+def test_an_observer_that_raises_is_a_named_contingency_and_never_breaks_the_turn() -> None:
+    class Failing:
+        @hookimpl
+        def ora_turn_finished(self, turn, result):
+            raise ConnectionError("conversation index unreachable")
+
+    stderr = io.StringIO()
+    host = make_host(ora_scripted, Failing())
+    runtime = make_runtime(host, scripted_config(default="Fine."), stderr=stderr)
+    result = run_turn(runtime, "How are you?")
+    assert result.answer == "Fine."
+    name = next(iter(n for n in host.records if n != "ora_scripted"))
+    assert f"plugin {name!r} failed in a turn observer: ConnectionError: conversation index unreachable" \
+        in stderr.getvalue()
+
+
+@pytest.mark.parametrize("hook", ["ora_register_detectors", "ora_register_verifiers",
+                                  "ora_register_retrievers"])
+def test_registry_hooks_may_take_no_arguments(hook: str) -> None:
+    """pluggy lets an implementation take a subset of the spec's arguments."""
+    calls: list[str] = []
+
+    class Quiet:
+        pass
+
+    def impl() -> None:
+        calls.append(hook)
+
+    setattr(Quiet, hook, staticmethod(hookimpl(impl)))
+    make_host(Quiet())
+    assert calls == [hook]

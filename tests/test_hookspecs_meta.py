@@ -1,0 +1,72 @@
+"""Meta-tests (datasette's habit): every hookspec is documented in docs/ and has a test."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+
+import pytest
+
+from ora_core import hookspecs
+
+REPO = Path(__file__).resolve().parents[1]
+THIS_FILE = Path(__file__).resolve()
+
+
+def hook_names() -> list[str]:
+    return sorted(name for name, fn in inspect.getmembers(hookspecs, inspect.isfunction)
+                  if getattr(fn, "ora_spec", None) is not None)
+
+
+def documented_hooks(docs: Path) -> set[str]:
+    found = set()
+    for page in docs.glob("**/*.md"):
+        found.update(re.findall(r"^#{2,3} `(ora_\w+)\(", page.read_text(), flags=re.M))
+    return found
+
+
+def hooks_mentioned_in_tests(roots: list[Path], names: list[str]) -> set[str]:
+    found = set()
+    for root in roots:
+        for test_file in root.glob("**/test_*.py"):
+            if test_file.resolve() == THIS_FILE or ".venv" in test_file.parts:
+                continue
+            text = test_file.read_text()
+            found.update(n for n in names if re.search(rf"\b{n}\b", text))
+    return found
+
+
+TEST_ROOTS = [REPO / "tests", REPO / "plugins", REPO / "contrib"]
+
+
+def test_there_are_hookspecs_to_check() -> None:
+    assert len(hook_names()) >= 9
+
+
+@pytest.mark.parametrize("name", hook_names())
+def test_every_hookspec_has_a_docstring_and_typed_arguments(name: str) -> None:
+    fn = getattr(hookspecs, name)
+    assert (fn.__doc__ or "").strip(), f"{name} has no docstring"
+    for param in inspect.signature(fn).parameters.values():
+        assert param.annotation is not inspect.Parameter.empty, f"{name}({param.name}) is untyped"
+
+
+@pytest.mark.parametrize("name", hook_names())
+def test_every_hookspec_has_a_section_in_docs(name: str) -> None:
+    assert name in documented_hooks(REPO / "docs"), f"docs/ has no '## `{name}(...)`' section"
+
+
+@pytest.mark.parametrize("name", hook_names())
+def test_every_hookspec_has_a_test(name: str) -> None:
+    assert name in hooks_mentioned_in_tests(TEST_ROOTS, hook_names()), f"no test file mentions {name}"
+
+
+def test_the_meta_checks_would_catch_an_undocumented_untested_hook(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "hooks.md").write_text("## `ora_documented(register)`\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("def test(): ora_documented\n")
+    assert documented_hooks(tmp_path / "docs") == {"ora_documented"}
+    names = ["ora_documented", "ora_forgotten"]
+    assert hooks_mentioned_in_tests([tmp_path / "tests"], names) == {"ora_documented"}

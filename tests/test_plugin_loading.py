@@ -1,0 +1,271 @@
+"""Entry-point loading: isolation, records, allow/block lists, strict mode, refusals.
+
+Each test lays out real distributions (a ``.dist-info`` with an entry point) in a temporary
+directory on ``sys.path`` and loads them under an entry-point group of its own, so the plugins
+installed in the environment never leak in.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+
+import pytest
+
+from ora_core.errors import PluginError
+from ora_core.plugins import PluginHost
+from ora_core.testing import write_distribution
+
+DETECTOR = '''
+from ora_core import hookimpl
+from ora_core.models import Signal
+
+class Shout:
+    name = "{name}"
+    kind = "{kind}"
+    layer = {layer!r}
+    assumes = frozenset({assumes!r})
+
+    def detect(self, text, ctx):
+        return [Signal(detector=self.name, kind=self.kind, name="shout")] if text.isupper() else []
+
+@hookimpl
+def ora_register_detectors(register):
+    register(Shout())
+'''
+
+
+def detector_source(name: str, *, kind: str = "style", layer: str | None = "model_output",
+                    assumes: tuple[str, ...] = ()) -> str:
+    return DETECTOR.format(name=name, kind=kind, layer=layer, assumes=set(assumes) or set())
+
+
+@pytest.fixture
+def group() -> str:
+    return f"ora_test_{uuid.uuid4().hex[:8]}"
+
+
+@pytest.fixture
+def site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "site"
+    root.mkdir()
+    monkeypatch.syspath_prepend(str(root))
+    return root
+
+
+def uniq(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def dist(site: Path, group: str, dist_name: str, ep_name: str, source: str) -> str:
+    module = uniq("plug")
+    write_distribution(site, dist_name, version="1.2.3", modules={f"{module}.py": source},
+                       entry_points={ep_name: module}, group=group)
+    return module
+
+
+def test_a_plugin_raising_at_import_is_recorded_and_the_rest_still_load(site: Path, group: str) -> None:
+    dist(site, group, "ora-broken-thing", "broken", "raise RuntimeError('boom at import')\n")
+    dist(site, group, "ora-good-thing", "good", detector_source("good-detector"))
+    host = PluginHost(env={})
+    host.load_entrypoints(group)
+    broken, good = host.records["broken"], host.records["good"]
+    assert broken.status == "failed"
+    assert broken.distribution == "ora-broken-thing" and broken.version == "1.2.3"
+    assert "import failed: RuntimeError: boom at import" in broken.errors[0]
+    assert broken.entry_point.startswith("broken = plug_")
+    assert good.status == "ok"
+    assert host.get("detector", "good-detector").name == "good-detector"
+
+
+def test_strict_mode_makes_a_load_failure_fatal(site: Path, group: str) -> None:
+    dist(site, group, "ora-broken-thing", "broken", "raise RuntimeError('boom at import')\n")
+    host = PluginHost(env={"ORA_STRICT_PLUGINS": "1"})
+    with pytest.raises(PluginError, match=r"plugin 'broken' \(ora-broken-thing\): import failed: RuntimeError"):
+        host.load_entrypoints(group)
+
+
+def test_a_component_name_registered_twice_is_an_error_naming_both_plugins(site: Path, group: str) -> None:
+    dist(site, group, "ora-first", "first", detector_source("same-name"))
+    dist(site, group, "ora-second", "second", detector_source("same-name"))
+    host = PluginHost(env={})
+    host.load_entrypoints(group)
+    assert host.records["first"].status == "ok"
+    second = host.records["second"]
+    assert second.status == "failed"
+    assert second.errors == [
+        "detector 'same-name' is registered twice: by plugin 'first' and by plugin 'second'"
+    ]
+    assert host.registry["detector"]["same-name"].plugin == "first"
+
+
+def test_a_hook_implementation_with_a_wrong_argument_is_refused_naming_it(site: Path, group: str) -> None:
+    source = (
+        "from ora_core import hookimpl\n"
+        "@hookimpl\n"
+        "def ora_register_detectors(register, registry):\n"
+        "    raise AssertionError('never called')\n"
+    )
+    dist(site, group, "ora-wrong-arg", "wrongarg", source)
+    host = PluginHost(env={})
+    host.load_entrypoints(group)
+    record = host.records["wrongarg"]
+    assert record.status == "failed"
+    assert "registration failed" in record.errors[0]
+    assert "{'registry'} are declared in the hookimpl but can not be found in the hookspec" in record.errors[0]
+
+
+def test_an_unknown_hook_name_is_an_error_with_a_did_you_mean(site: Path, group: str) -> None:
+    source = (
+        "from ora_core import hookimpl\n"
+        "@hookimpl\n"
+        "def ora_register_detector(register):\n"
+        "    pass\n"
+    )
+    dist(site, group, "ora-typo", "typo", source)
+    host = PluginHost(env={})
+    host.load_entrypoints(group)
+    record = host.records["typo"]
+    assert record.status == "failed"
+    assert record.errors[0].startswith(
+        "unknown hook 'ora_register_detector' (did you mean 'ora_register_detectors'?)")
+    # The plugin is not left half-registered.
+    assert not host.pm.has_plugin("typo")
+
+
+def test_a_detector_with_no_declared_layer_is_refused(site: Path, group: str) -> None:
+    dist(site, group, "ora-no-layer", "nolayer", detector_source("floating", layer=None))
+    host = PluginHost(env={})
+    host.load_entrypoints(group)
+    record = host.records["nolayer"]
+    assert record.status == "failed"
+    assert record.errors == [
+        "detector 'floating' (plugin 'nolayer') declares no layer; declare one of: raw_prompt, "
+        "cleaned_prompt, routing, context_package, model_output, verifier_output, final_output"
+    ]
+    assert "floating" not in host.components("detector")
+
+
+def test_a_bypass_detector_declared_on_the_cleaned_prompt_is_refused_as_incompatible(
+        site: Path, group: str) -> None:
+    dist(site, group, "ora-late-bypass", "latebypass",
+         detector_source("late-bypass", kind="bypass", layer="cleaned_prompt", assumes=("unexpanded",)))
+    host = PluginHost(env={})
+    host.load_entrypoints(group)
+    record = host.records["latebypass"]
+    assert record.status == "incompatible"
+    message = record.errors[0]
+    assert "detector 'late-bypass'" in message  # the component
+    assert "layer 'cleaned_prompt'" in message  # the layer
+    assert "'unexpanded'" in message  # the missing property
+    assert "late-bypass" not in host.components("detector")
+    row = next(r for r in host.summary() if r["name"] == "latebypass")
+    assert row["status"] == "incompatible"
+    assert row["layers"][0] == {"kind": "detector", "name": "late-bypass", "layer": "cleaned_prompt",
+                                "assumes": ["unexpanded"], "status": "incompatible", "error": message}
+
+
+def test_the_same_bypass_detector_on_the_raw_prompt_loads(site: Path, group: str) -> None:
+    dist(site, group, "ora-early-bypass", "earlybypass",
+         detector_source("early-bypass", kind="bypass", layer="raw_prompt", assumes=("unexpanded",)))
+    host = PluginHost(env={})
+    host.load_entrypoints(group)
+    assert host.records["earlybypass"].status == "ok"
+    assert [d.name for d in host.detectors(layer="raw_prompt", kind="bypass")] == ["early-bypass"]
+
+
+def test_a_component_missing_its_method_is_refused_naming_what_is_missing(site: Path, group: str) -> None:
+    source = (
+        "from ora_core import hookimpl\n"
+        "class NoVerify:\n"
+        "    name = 'lazy'\n"
+        "@hookimpl\n"
+        "def ora_register_verifiers(register):\n"
+        "    register(NoVerify())\n"
+    )
+    dist(site, group, "ora-lazy", "lazy", source)
+    host = PluginHost(env={})
+    host.load_entrypoints(group)
+    assert host.records["lazy"].errors == ["verifier 'lazy' (plugin 'lazy') lacks 'verify'"]
+
+
+def test_a_registration_hook_that_raises_is_recorded(site: Path, group: str) -> None:
+    source = (
+        "from ora_core import hookimpl\n"
+        "@hookimpl\n"
+        "def ora_register_retrievers(register):\n"
+        "    raise ValueError('no index configured')\n"
+    )
+    dist(site, group, "ora-raises", "raises", source)
+    host = PluginHost(env={})
+    host.load_entrypoints(group)
+    record = host.records["raises"]
+    assert record.status == "failed"
+    assert record.errors[0].startswith("ora_register_retrievers raised ValueError: no index configured")
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, {"alpha": "ok", "beta": "ok"}),
+        ({"ORA_PLUGINS": ""}, {"alpha": "disabled", "beta": "disabled"}),
+        ({"ORA_PLUGINS": "alpha"}, {"alpha": "ok", "beta": "disabled"}),
+        ({"ORA_PLUGINS": "ora-beta-dist"}, {"alpha": "disabled", "beta": "ok"}),
+        ({"ORA_DISABLE_PLUGINS": "beta"}, {"alpha": "ok", "beta": "disabled"}),
+        ({"ORA_PLUGINS": "alpha,beta", "ORA_DISABLE_PLUGINS": "alpha"}, {"alpha": "disabled", "beta": "ok"}),
+    ],
+)
+def test_allow_list_and_block_list(site: Path, group: str, env: dict[str, str],
+                                   expected: dict[str, str]) -> None:
+    alpha = dist(site, group, "ora-alpha-dist", "alpha", detector_source("alpha-detector"))
+    dist(site, group, "ora-beta-dist", "beta", detector_source("beta-detector"))
+    host = PluginHost(env=env)
+    host.load_entrypoints(group)
+    assert {name: r.status for name, r in host.records.items()} == expected
+    for name, status in expected.items():
+        assert (f"{name}-detector" in host.components("detector")) == (status == "ok")
+    if expected["alpha"] == "disabled":
+        import sys
+        assert alpha not in sys.modules, "a disabled plugin must not even be imported"
+        assert "disabled by" in host.records["alpha"].errors[0]
+
+
+def test_the_registry_knows_which_plugin_supplied_each_component(site: Path, group: str) -> None:
+    dist(site, group, "ora-alpha-dist", "alpha", detector_source("alpha-detector"))
+    host = PluginHost(env={})
+    host.load_entrypoints(group)
+    record = host.registry["detector"]["alpha-detector"]
+    assert (record.plugin, record.layer, record.status) == ("alpha", "model_output", "ok")
+    assert host.records["alpha"].hooks == ["ora_register_detectors"]
+    assert host.summary()[0]["components"] == {"detector": ["alpha-detector"]}
+
+
+def test_two_distributions_publishing_the_same_entry_point_name_keep_the_first(site: Path, group: str) -> None:
+    dist(site, group, "ora-one", "dup", detector_source("one-detector"))
+    dist(site, group, "ora-two", "dup", detector_source("two-detector"))
+    host = PluginHost(env={})
+    loaded = host.load_entrypoints(group)
+    assert [r.status for r in loaded].count("failed") == 1
+    failed = next(r for r in loaded if r.status == "failed")
+    assert "entry point name 'dup' is already used by distribution" in failed.errors[0]
+
+
+def test_register_plugin_fixture_registers_and_unregisters(ora_host: PluginHost, register_plugin) -> None:
+    class Plugin:
+        from ora_core import hookimpl
+
+        @hookimpl
+        def ora_register_verifiers(self, register):
+            class Always:
+                name = "always-fail"
+
+                def verify(self, subject, package, criteria, ctx):
+                    raise AssertionError("not called here")
+
+            register(Always())
+
+    register_plugin(Plugin(), name="inproc")
+    assert "always-fail" in ora_host.components("verifier")
+    ora_host.unregister_plugin("inproc")
+    assert "always-fail" not in ora_host.components("verifier")
+    assert "inproc" not in ora_host.records
