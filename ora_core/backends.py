@@ -1,31 +1,124 @@
-"""Resolving roles to backends and calling them: the role ledger and the fallback chain.
+"""Resolving roles to backends and calling them: the role ledger, the fallback chain and the
+tokens-per-minute guard.
 
 Every model call goes through ``call_role``: it refuses messages that lack the universal
 anti-confabulation directive, records ``{role, promptKey, plannedProvider, plannedModel,
-effectiveProvider, effectiveModel, fallbackFlags, tokens, latency}`` in the turn, and on a
-``BackendError`` walks the backend's configured ``fallbacks``, flagging what ran instead.
+effectiveProvider, effectiveModel, fallbackFlags, tokens, latency}`` in the turn, and walks the
+role's fallback chain (the planned backend's ``fallbacks``, followed transitively, each backend
+once) when a backend fails or is over its tokens-per-minute budget, flagging what ran instead.
 A failure of the whole chain raises the last ``BackendError``: it never becomes text.
+
+What a plugin does wrong is a ``BackendError`` too: a backend that raises something else, returns
+something that is not a ``Completion``, or outlives its deadline is recorded by name and the
+chain goes on.
 """
 
 from __future__ import annotations
 
+import asyncio
+import sys
+import threading
 import time
-from collections.abc import Sequence
-from typing import Any
+import traceback
+from collections import deque
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import IO, Any
 
 from .config import BackendConfig, OraConfig
-from .errors import BackendError, ConfigError, PluginError
+from .errors import BackendBadResponse, BackendError, BackendRateLimited, BackendTimeout, ConfigError, PluginError
 from .models import Completion, CompletionParams, Message, ModelCallRecord
 from .prompts import carries_directive
 
+#: Tokens per message the chat formats add around the content (role markers, separators).
+MESSAGE_OVERHEAD_TOKENS = 4
+#: Added to a backend's own worst case (``timeout_s`` per attempt, ``max_retries`` retries)
+#: before the kernel gives up on a call that never returns.
+DEADLINE_GRACE_S = 30.0
+TPM_WINDOW_S = 60.0
+
+
+def estimate_tokens(messages: Sequence[Message], max_tokens: int = 0) -> int:
+    """A tokenizer-free estimate of one call's cost: prompt chars/4 plus the reply budget.
+
+    Deliberately conservative (it counts ``max_tokens`` in full): the guard must act before a
+    provider's own limit does, and it runs before any tokenizer could be loaded.
+    """
+    prompt = sum(len(m.content) for m in messages) // 4 + MESSAGE_OVERHEAD_TOKENS * len(messages)
+    return prompt + max_tokens
+
+
+class TokenBudget:
+    """A sliding one-minute window of tokens spent per backend name (thread-safe)."""
+
+    def __init__(self, window_s: float = TPM_WINDOW_S, clock: Any = time.monotonic) -> None:
+        self.window_s = window_s
+        self.clock = clock
+        self._spent: dict[str, deque[list[float]]] = {}
+        self._lock = threading.Lock()
+
+    def _prune(self, name: str, now: float) -> deque[list[float]]:
+        entries = self._spent.setdefault(name, deque())
+        while entries and now - entries[0][0] >= self.window_s:
+            entries.popleft()
+        return entries
+
+    def used(self, name: str) -> int:
+        with self._lock:
+            return int(sum(e[1] for e in self._prune(name, self.clock())))
+
+    def try_reserve(self, name: str, tokens: int, limit: int | None) -> tuple[list[float] | None, int]:
+        """Reserve ``tokens`` for ``name`` if that keeps it within ``limit`` per window.
+
+        Returns ``(reservation, used_before)``; the reservation is None when over budget.
+        """
+        with self._lock:
+            now = self.clock()
+            entries = self._prune(name, now)
+            used = int(sum(e[1] for e in entries))
+            if limit is not None and used + tokens > limit:
+                return None, used
+            entry = [now, float(tokens)]
+            entries.append(entry)
+            return entry, used
+
+    def settle(self, reservation: list[float] | None, actual: int) -> None:
+        """Replace an estimate by what the provider reported (when it reported anything)."""
+        if reservation is not None and actual > 0:
+            with self._lock:
+                reservation[1] = float(actual)
+
+    def seconds_until_free(self, name: str, tokens: int, limit: int) -> float:
+        """How long until a call of ``tokens`` fits (the window length if it never will)."""
+        with self._lock:
+            now = self.clock()
+            entries = self._prune(name, now)
+            total = sum(e[1] for e in entries)
+            if total + tokens <= limit:
+                return 0.0
+            for at, spent in entries:
+                total -= spent
+                if total + tokens <= limit:
+                    return max(0.0, at + self.window_s - now)
+            return self.window_s
+
 
 class BackendPool:
-    """Builds configured backends lazily (heavy models load on first use) and caches them."""
+    """Builds configured backends lazily (heavy models load on first use) and caches them.
 
-    def __init__(self, config: OraConfig, host: Any) -> None:
+    ``aclose`` (the runner calls it at the end of every turn) closes what is idle and defers
+    closing a backend that another concurrent turn is still calling until that call ends; the
+    next call builds a fresh backend. The token budget lives here, so it spans turns.
+    """
+
+    def __init__(self, config: OraConfig, host: Any, *, stderr: IO[str] | None = None) -> None:
         self.config = config
         self.host = host
+        self.stderr = stderr
+        self.budget = TokenBudget()
         self._built: dict[str, Any] = {}
+        self._inflight: dict[int, int] = {}
+        self._close_when_idle: dict[int, tuple[str, Any]] = {}
 
     def settings(self, name: str) -> BackendConfig:
         try:
@@ -49,6 +142,18 @@ class BackendPool:
         name = getattr(self.config.roles, role)
         return name, self.settings(name)
 
+    def chain(self, name: str) -> list[str]:
+        """``name`` then its fallbacks, depth first, each backend once (cycles are cut)."""
+        order: list[str] = []
+        pending = [name]
+        while pending:
+            current = pending.pop(0)
+            if current in order:
+                continue
+            order.append(current)
+            pending = [fb for fb in self.settings(current).fallbacks if fb not in order] + pending
+        return order
+
     def params_for(self, name: str, **overrides: Any) -> CompletionParams:
         s = self.settings(name)
         values: dict[str, Any] = {"model": s.model, "max_tokens": s.max_tokens,
@@ -56,11 +161,77 @@ class BackendPool:
         values.update({k: v for k, v in overrides.items() if v is not None})
         return CompletionParams(**values)
 
+    def deadline_s(self, name: str) -> float:
+        """How long the kernel waits for one call before declaring it hung."""
+        s = self.settings(name)
+        return s.timeout_s * (s.max_retries + 1) + DEADLINE_GRACE_S
+
+    @asynccontextmanager
+    async def lease(self, name: str) -> AsyncIterator[Any]:
+        """The backend for ``name``, counted as busy until the block ends."""
+        backend = self.get(name)
+        key = id(backend)
+        self._inflight[key] = self._inflight.get(key, 0) + 1
+        try:
+            yield backend
+        finally:
+            self._inflight[key] -= 1
+            if not self._inflight[key]:
+                del self._inflight[key]
+                pending = self._close_when_idle.pop(key, None)
+                if pending is not None:
+                    await self._close(*pending)
+
+    async def _close(self, name: str, backend: Any) -> None:
+        closer = getattr(backend, "aclose", None)
+        if closer is None:
+            return
+        try:
+            await closer()
+        except Exception as exc:  # noqa: BLE001 - closing must not break the turn; reported by name
+            print(f"ora: closing backend {name!r} failed: {type(exc).__name__}: {exc}",
+                  file=self.stderr or sys.stderr)
+
     async def aclose(self) -> None:
-        for backend in self._built.values():
-            closer = getattr(backend, "aclose", None)
-            if closer is not None:
-                await closer()
+        built, self._built = self._built, {}
+        for name, backend in built.items():
+            if self._inflight.get(id(backend)):
+                self._close_when_idle[id(backend)] = (name, backend)
+            else:
+                await self._close(name, backend)
+
+
+def _plugin_fault(name: str, settings: BackendConfig, exc: BaseException) -> BackendError:
+    """A plugin raised something other than a BackendError: name it and treat it as one."""
+    stack = "".join(traceback.format_exception(exc))[-2000:]
+    return BackendError(f"backend {name!r} raised {type(exc).__name__}: {exc}", provider=settings.type,
+                        model=settings.model, detail=stack)
+
+
+async def _complete(pool: BackendPool, name: str, settings: BackendConfig, messages: list[Message],
+                    params: CompletionParams) -> Completion:
+    """One call to one backend; every way it can go wrong comes out as a ``BackendError``."""
+    deadline = pool.deadline_s(name)
+    try:
+        async with pool.lease(name) as backend:
+            async with asyncio.timeout(deadline):
+                completion = await backend.complete(messages, params)
+    except BackendError:
+        raise
+    except TimeoutError as exc:
+        raise BackendTimeout(f"backend {name!r} did not return within the kernel deadline of {deadline:.1f}s",
+                             provider=settings.type, model=settings.model,
+                             detail=f"timeout_s={settings.timeout_s} max_retries={settings.max_retries}"
+                             ) from exc
+    except (ConfigError, PluginError):
+        raise
+    except Exception as exc:  # noqa: BLE001 - converted into a typed, recorded BackendError
+        raise _plugin_fault(name, settings, exc) from exc
+    if not isinstance(completion, Completion):
+        raise BackendBadResponse(
+            f"backend {name!r} returned {type(completion).__name__}, not a Completion",
+            provider=settings.type, model=settings.model, detail=repr(completion)[:2000])
+    return completion
 
 
 async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[Message], *,
@@ -71,29 +242,54 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
             f"model call for role {role!r} ({prompt_key}) was built without the universal "
             "anti-confabulation directive; build messages with ora_core.prompts.build_messages")
     planned_name, planned = pool.planned(role)
-    chain = [planned_name, *planned.fallbacks]
+    chain = pool.chain(planned_name)
+    where = step or role
     flags: list[str] = []
     last_error: BackendError | None = None
     for position, name in enumerate(chain):
         settings = pool.settings(name)
+        following = chain[position + 1] if position + 1 < len(chain) else None
+        params = pool.params_for(name, **param_overrides)
+        estimate = estimate_tokens(messages, params.max_tokens)
+        reservation, used = pool.budget.try_reserve(name, estimate, settings.tokens_per_minute)
+        if reservation is None:
+            limit = settings.tokens_per_minute or 0
+            detail = (f"{name} has used {used} of {limit} tokens this minute and this call needs "
+                      f"~{estimate}")
+            if following is not None:
+                flags.append(f"tpm:{name}->{following}")
+                turn.contingency(f"{where}-backend-tpm-fallback", where, f"{detail}; falling back to {following}",
+                                 severity="degraded", role=role, backend=name, used=used, limit=limit,
+                                 estimate=estimate)
+                continue
+            last_error = BackendRateLimited(
+                f"tokens-per-minute budget of backend {name!r} exhausted and no fallback is left",
+                provider=settings.type, model=settings.model, detail=detail,
+                retry_after=pool.budget.seconds_until_free(name, estimate, limit))
+            record = ModelCallRecord(role=role, prompt_key=prompt_key, planned_provider=planned.type,
+                                     planned_model=planned.model, fallback_flags=[*flags, f"tpm:{name}->none"],
+                                     effective_provider=settings.type, effective_model=settings.model,
+                                     error=last_error.describe())
+            turn.record_call(record, step=step)
+            break
         record = ModelCallRecord(role=role, prompt_key=prompt_key, planned_provider=planned.type,
                                  planned_model=planned.model, fallback_flags=list(flags))
         start = time.perf_counter()
         try:
-            backend = pool.get(name)
-            completion = await backend.complete(list(messages), pool.params_for(name, **param_overrides))
+            completion = await _complete(pool, name, settings, list(messages), params)
         except BackendError as exc:
             record.latency_s = time.perf_counter() - start
             record.effective_provider, record.effective_model = settings.type, settings.model
             record.error = exc.describe()
             turn.record_call(record, step=step)
             last_error = exc
-            if position + 1 < len(chain):
-                flags.append(f"fallback:{name}->{chain[position + 1]}:{exc.kind}")
-                turn.contingency(f"{step or role}-backend-{exc.kind}-fallback", step or role,
-                                 f"{name} failed ({exc}); falling back to {chain[position + 1]}",
+            if following is not None:
+                flags.append(f"fallback:{name}->{following}:{exc.kind}")
+                turn.contingency(f"{where}-backend-{exc.kind}-fallback", where,
+                                 f"{name} failed ({exc}); falling back to {following}",
                                  severity="degraded", role=role, backend=name)
             continue
+        pool.budget.settle(reservation, completion.prompt_tokens + completion.completion_tokens)
         record.latency_s = completion.latency_s or (time.perf_counter() - start)
         record.effective_provider = completion.provider
         record.effective_model = completion.model

@@ -69,6 +69,7 @@ def build_app() -> typer.Typer:
         no_args_is_help=True,
         add_completion=False,
         pretty_exceptions_enable=False,
+        rich_markup_mode=None,
     )
 
     @app.callback()
@@ -144,6 +145,7 @@ def build_app() -> typer.Typer:
 
         typer.echo(render_config(get_config(), "json" if as_json else "toml"))
 
+    __import__("ora_core.cli_modes", fromlist=["register"]).register(app)
     return app
 
 
@@ -158,6 +160,12 @@ def _print_result(result: Any) -> None:
     typer.echo(f"status: {result.status}   mode: {result.mode or '-'}   gear: {result.gear or '-'}")
     if result.contingencies:
         typer.echo("contingencies: " + ", ".join(dict.fromkeys(result.contingencies)))
+    if result.signals:
+        counts: dict[str, int] = {}
+        for signal in result.signals:
+            key = f"{signal.detector}:{signal.name}"
+            counts[key] = counts.get(key, 0) + 1
+        typer.echo("signals: " + ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items()))
     if result.tracing_degraded:
         typer.echo("tracing: degraded (see stderr)")
     typer.echo(f"trace: {result.trace_path or '(none written)'}")

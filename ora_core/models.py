@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 
 def utc_now() -> datetime:
@@ -15,7 +15,7 @@ def utc_now() -> datetime:
 
 
 class _Shape(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 # --- model calls -------------------------------------------------------------------------
@@ -212,6 +212,7 @@ EventKind = Literal[
     "turn_finished",
     "sink_failure",
     "note",
+    "detection",
 ]
 
 
@@ -254,3 +255,147 @@ class TurnResult(_Shape):
     contingencies: list[str] = Field(default_factory=list)
     diagnostic: dict[str, Any] | None = None
     runtime_role_models: list[ModelCallRecord] = Field(default_factory=list)
+    signals: list[Signal] = Field(default_factory=list)  # every detector signal of the turn
+
+    # Serialised results carry a ``mismatch`` flag per role-ledger entry and an overall
+    # ``runtime_role_models_mismatch`` (what ran differs from the resolved configuration); the
+    # flags are derived, so validating a dumped result drops them instead of refusing them.
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_derived_mismatch_flags(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = {k: v for k, v in data.items() if k != "runtime_role_models_mismatch"}
+        calls = data.get("runtime_role_models")
+        if isinstance(calls, list):
+            data["runtime_role_models"] = [
+                {k: v for k, v in c.items() if k != "mismatch"} if isinstance(c, dict) else c for c in calls]
+        return data
+
+    @model_serializer(mode="wrap")
+    def _with_mismatch_flags(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and isinstance(data.get("runtime_role_models"), list):
+            for entry, call in zip(data["runtime_role_models"], self.runtime_role_models, strict=False):
+                if isinstance(entry, dict):
+                    entry["mismatch"] = call.mismatch
+            data["runtime_role_models_mismatch"] = any(c.mismatch for c in self.runtime_role_models)
+        return data
+
+
+# --- the front of the pipeline (Stage 0, Phase A, pre-routing, context assembly) ----------------
+
+
+class PhaseAResult(_Shape):
+    """Phase A's package: the cleaned prompt, what was corrected, and what was inferred.
+
+    ``inferred_items`` are assumptions, never user-stated facts: every later prompt carries
+    them inside a ``PHASE A ASSUMPTIONS (NOT USER-STATED FACTS)`` block (seed 000, #10).
+    """
+
+    cleaned_prompt: str
+    corrections: list[str] = Field(default_factory=list)
+    inferred_items: list[str] = Field(default_factory=list)
+    raw_output: str = ""
+    parsed: bool = True
+    used_raw_prompt: bool = False  # Phase A failed or was unparseable: the raw prompt went on
+
+
+class ModeCandidate(_Shape):
+    """One mode Stage 1's signals point at, with the evidence behind it."""
+
+    mode: str
+    score: float = 0.0
+    strong: list[str] = Field(default_factory=list)
+    weak: list[str] = Field(default_factory=list)
+
+
+class SignalStrengthSummary(_Shape):
+    """The friction-reducer audit (seed 000, #13): how much signal supported the dispatch."""
+
+    total_matches: int = 0
+    strong_matches: int = 0
+    weak_matches: int = 0
+    dispatched_mode: str | None = None
+    strong_signals_for_dispatched: list[str] = Field(default_factory=list)
+    weak_signals_for_dispatched: list[str] = Field(default_factory=list)
+    single_signal_high_confidence: bool = False
+
+
+ClassificationConfidence = Literal["high", "best-guess", "fallback", "forced", "bypass", "pending"]
+
+
+class RoutingDecision(_Shape):
+    """Stage 1 + Stage 2's package. A pending clarification is never dropped: either the turn
+    stops with it, or ``pending_clarification_swallowed`` keeps it beside a best guess."""
+
+    mode: str | None = None
+    requested_gear: int | None = None
+    classification_confidence: ClassificationConfidence
+    candidates: list[ModeCandidate] = Field(default_factory=list)
+    pending_clarification: str | None = None
+    pending_clarification_swallowed: str | None = None
+    signal_strength_summary: SignalStrengthSummary = Field(default_factory=SignalStrengthSummary)
+    reasoning: str = ""
+
+
+BUDGET_SIGNAL_NAMES: dict[int, str] = {
+    0: "clean",
+    1: "compression_warning",
+    2: "critical_truncation",
+    3: "analytical_floor_breach",
+    4: "hardware_constraint",
+    5: "rag_planner_fallback",
+    6: "spawning_constraint",
+}
+
+
+class BudgetSignal(_Shape):
+    code: int = Field(ge=0, le=6)
+    name: str
+    detail: str = ""
+
+
+class BudgetReport(_Shape):
+    """Budget signals 0-6, computed against the target model's context window."""
+
+    target_role: str
+    target_backend: str
+    context_window: int
+    reserved_output_tokens: int
+    estimated_input_tokens: int
+    utilization: float
+    level: int = Field(ge=0, le=6)
+    signals: list[BudgetSignal] = Field(default_factory=list)
+    truncated_chunks: list[str] = Field(default_factory=list)
+    token_estimate: str = "chars/4"
+
+
+class RagFailure(_Shape):
+    """One retriever failure: the context for that stream is empty, and this says why."""
+
+    stream: str
+    query: str
+    retriever: str
+    error_class: str
+    message: str
+    at: datetime = Field(default_factory=utc_now)
+
+
+class ContextPackage(_Shape):
+    """Step 2's package: the mode's guidance, the cleaned prompt, the assumptions, every
+    stream's retrieval (chunks with provenance, or a diagnosis of the emptiness, or a named
+    failure) and the budget signals."""
+
+    mode: str
+    requested_gear: int
+    mode_sections: dict[str, str] = Field(default_factory=dict)
+    cleaned_prompt: str
+    inferred_items: list[str] = Field(default_factory=list)
+    retrievals: dict[str, Retrieval] = Field(default_factory=dict)
+    rag_failures: list[RagFailure] = Field(default_factory=list)
+    missing_streams: list[str] = Field(default_factory=list)
+    budget: BudgetReport
+
+    def chunks(self) -> list[Chunk]:
+        return [c for r in self.retrievals.values() for c in r.chunks]

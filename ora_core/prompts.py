@@ -60,3 +60,14 @@ def build_messages(task: str, user: str, *, inferred_items: Sequence[str] = (),
 
 def carries_directive(messages: Sequence[Message]) -> bool:
     return bool(messages) and messages[0].role == "system" and DIRECTIVE_MARKER in messages[0].content
+
+
+def turn_inferred_items(turn: object) -> list[str]:
+    """Phase A's inferred items for this turn (``turn.data["phase_a"]``), or none."""
+    phase_a = getattr(turn, "data", {}).get("phase_a")
+    return list(getattr(phase_a, "inferred_items", None) or [])
+
+
+def build_turn_messages(turn: object, task: str, user: str, *, extra_system: str = "") -> list[Message]:
+    """``build_messages`` for a step of a turn: Phase A's assumptions are always carried."""
+    return build_messages(task, user, inferred_items=turn_inferred_items(turn), extra_system=extra_system)

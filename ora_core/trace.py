@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from typing import IO, Any
 
-from .models import Contingency, EventKind, ModelCallRecord, StepHealth, TraceEvent, TurnInfo, TurnResult
+from .models import (
+    Contingency,
+    EventKind,
+    ModelCallRecord,
+    Signal,
+    StepHealth,
+    TraceEvent,
+    TurnInfo,
+    TurnResult,
+)
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -73,10 +83,12 @@ class TurnContext:
         self._sinks = list(sinks)
         self._failed_sinks: dict[str, str] = {}
         self._seq = 0
+        self._emit_lock = threading.Lock()  # retrievers run in threads and may record contingencies
         self._step_counter = 0
         self.contingencies: list[Contingency] = []
         self.health: dict[str, StepHealth] = {}
         self.calls: list[ModelCallRecord] = []
+        self.signals: list[Signal] = []
         self.trace_paths: list[str] = []
         self.data: dict[str, Any] = {}  # scratch space shared by the steps of this turn
 
@@ -126,10 +138,11 @@ class TurnContext:
 
     def emit(self, kind: EventKind, *, step: str = "", step_index: int | None = None,
              **data: Any) -> TraceEvent:
-        self._seq += 1
-        event = TraceEvent(kind=kind, turn_id=self.turn_id, conversation_id=self.conversation_id,
-                           seq=self._seq, step=step, step_index=step_index, data=data)
-        self._to_sinks("handle", event)
+        with self._emit_lock:
+            self._seq += 1
+            event = TraceEvent(kind=kind, turn_id=self.turn_id, conversation_id=self.conversation_id,
+                               seq=self._seq, step=step, step_index=step_index, data=data)
+            self._to_sinks("handle", event)
         return event
 
     @contextmanager
@@ -158,8 +171,20 @@ class TurnContext:
             health.contingencies.append(name)
         if severity in {"degraded", "error"}:
             health.degraded = True
-        self.emit("contingency", step=step, **record.model_dump(mode="json"))
+        self.emit("contingency", step=step, **record.model_dump(mode="json", exclude={"step"}))
         return record
+
+    def detect(self, layer: str, text: str, *, step: str = "", kind: str | None = None,
+               exclude_kinds: frozenset[str] = frozenset()) -> list[Signal]:
+        """Run every registered detector of ``layer`` over ``text``; signals are traced."""
+        if self.host is None:
+            return []
+        from .detection import run_detectors
+
+        found = run_detectors(self.host, layer, text, self, kind=kind, step=step,
+                              exclude_kinds=exclude_kinds)
+        self.signals.extend(found)
+        return found
 
     def record_call(self, record: ModelCallRecord, step: str = "") -> None:
         self.calls.append(record)
@@ -167,18 +192,45 @@ class TurnContext:
 
     # --- closing ------------------------------------------------------------------------------
 
-    def close(self, result: TurnResult) -> TurnResult:
-        """Finish the turn: final event, sinks closed, trace path and degradation recorded."""
+    def finalize(self, result: TurnResult) -> TurnResult:
+        """Stamp the result with the turn's ids, contingencies, role ledger and signals.
+
+        Idempotent. The runner calls it before the ``ora_turn_finished`` observers, so they see
+        a complete result while the sinks are still open to record what the observers do."""
         result.turn_id = self.turn_id
         result.conversation_id = self.conversation_id
         result.contingencies = [c.name for c in self.contingencies]
         result.runtime_role_models = list(self.calls)
+        result.signals = list(self.signals)
+        return result
+
+    def close(self, result: TurnResult) -> TurnResult:
+        """Finish the turn: final event, sinks closed, trace path and degradation recorded.
+
+        A sink's ``close_turn`` may return ``{"trace_path": ..., "errors": [...]}``: errors mean
+        some of its writes failed (it said which on stderr), so tracing is degraded."""
+        self.finalize(result)
         self.emit("turn_finished", result=result.model_dump(mode="json"),
                   step_health=[h.model_dump(mode="json") for h in self.health.values()],
+                  contingencies=[c.model_dump(mode="json") for c in self.contingencies],
                   sink_failures=self.sink_failures)
-        for info in self._to_sinks("close_turn", self.info):
-            if isinstance(info, dict) and info.get("trace_path"):
+        for sink in self._sinks:
+            name = getattr(sink, "name", type(sink).__name__)
+            if name in self._failed_sinks:
+                continue
+            try:
+                info = sink.close_turn(self.info)
+            except Exception as exc:  # noqa: BLE001 - isolation; reported by _sink_failed
+                self._sink_failed(sink, "close_turn", exc)
+                continue
+            if not isinstance(info, dict):
+                continue
+            if info.get("trace_path"):
                 self.trace_paths.append(str(info["trace_path"]))
+            if info.get("errors"):
+                errors = [str(e) for e in info["errors"]]
+                self._sink_failed(sink, "writes", RuntimeError(
+                    f"{len(errors)} write(s) failed, first: {errors[0]}"))
         result.trace_path = self.trace_paths[0] if self.trace_paths else None
         result.tracing_degraded = self.tracing_degraded
         return result

@@ -1,28 +1,37 @@
-"""One turn through the pipeline.
+"""One turn through the pipeline: the kernel's orchestration of the turn sequence.
 
-This is the kernel's orchestration: it dispatches to detectors, retrievers, backends,
-verifiers and sinks only through the plugin registry. The stages grow with the pipeline
-issues; what exists answers through Gear 1 (a direct response) with every boundary traced.
+    Stage 0 bypass (raw prompt) -> Phase A cleanup -> pre-routing (Stage 1 signals, Stage 2
+    dispatch) -> mode loading -> context assembly -> the gear the mode asks for.
+
+It reaches detectors, retrievers, backends, verifiers and sinks only through the plugin
+registry, and every boundary is a traced step. A bypass goes straight to Gear 1 with the
+``simple`` mode; a pending clarification stops the turn with ``needs_clarification`` unless
+best-guess is on. Analytical modes run ``gears.single`` until gears 2-4 exist.
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+import traceback
 from dataclasses import dataclass, field
 from typing import IO, Any
 
-from ..backends import BackendPool, call_role
+from ..backends import BackendPool
 from ..config import ResolvedConfig
-from ..errors import BackendError
+from ..errors import ModeError, OraError
 from ..models import TurnResult
+from ..modes import ModeLibrary, load_modes
 from ..plugins import PluginHost
-from ..prompts import build_messages
 from ..trace import TurnContext
+from .context import assemble_context
+from .gears.direct import DIRECT_TASK, run_direct
+from .gears.single import run_single
+from .phase_a import run_phase_a
+from .routing import run_routing
+from .stage0 import run_stage0
 
-DIRECT_TASK = (
-    "You answer the user's message directly and briefly. You have no tools and no clock."
-)
+__all__ = ["DIRECT_TASK", "Runtime", "run_turn", "run_turn_async"]
 
 
 @dataclass
@@ -33,6 +42,7 @@ class Runtime:
     resolved: ResolvedConfig
     stderr: IO[str] = field(default_factory=lambda: sys.stderr)
     _pool: BackendPool | None = None
+    _modes: ModeLibrary | None = None
 
     @property
     def config(self) -> Any:
@@ -43,6 +53,13 @@ class Runtime:
         if self._pool is None:
             self._pool = BackendPool(self.config, self.host)
         return self._pool
+
+    @property
+    def modes(self) -> ModeLibrary:
+        """The modes of every registered pack and configured directory (loaded once)."""
+        if self._modes is None:
+            self._modes = load_modes(self.host, self.config)
+        return self._modes
 
     def sinks(self) -> list[Any]:
         if not self.config.trace.enabled:
@@ -70,17 +87,89 @@ class Runtime:
 
 
 async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str | None = None,
-                         **options: Any) -> TurnResult:
+                         mode: str | None = None, best_guess: bool | None = None,
+                         inject: str | None = None, **options: Any) -> TurnResult:
     turn = runtime.new_turn(prompt, conversation_id).open()
     if not runtime.host.components("trace_sink") and runtime.config.trace.enabled:
         turn.contingency("trace-no-sink-installed", "turn",
                          "tracing is enabled but no trace sink plugin is installed", severity="degraded")
+    if inject:
+        turn.emit("note", step="turn", inject=inject,
+                  detail="fault injection requested; this pipeline stage has no injection points yet")
+    if options:
+        turn.emit("note", step="turn", ignored_options=sorted(options))
     runtime.host.call_observers("ora_turn_started", _observer_error(turn), turn=turn)
-    result = await _gear1_direct(runtime, turn, prompt)
-    result = turn.close(result)
+    guess = runtime.config.pipeline.best_guess if best_guess is None else best_guess
+    crash: Exception | None = None
+    try:
+        result = await _sequence(runtime, turn, prompt, forced_mode=mode, best_guess=bool(guess))
+    except Exception as exc:  # noqa: BLE001 - the turn is closed and traced, then OraErrors re-raise
+        crash = exc
+        turn.contingency(f"turn-crashed-{type(exc).__name__}", "turn", str(exc), severity="error")
+        stack = "".join(traceback.format_exception(exc))[-4000:]
+        result = TurnResult(status="halted", diagnostic={"error_class": type(exc).__name__,
+                                                         "message": str(exc), "stack": stack})
+    finally:
+        await runtime.pool.aclose()
+    turn.finalize(result)
     runtime.host.call_observers("ora_turn_finished", _observer_error(turn), turn=turn, result=result)
-    await runtime.pool.aclose()
+    result = turn.close(result)
+    if isinstance(crash, OraError):  # configuration and plugin errors: the CLI names them, exit 1
+        raise crash
     return result
+
+
+async def _sequence(runtime: Runtime, turn: TurnContext, prompt: str, *, forced_mode: str | None,
+                    best_guess: bool) -> TurnResult:
+    library = runtime.modes
+    turn.data["modes"] = library
+    if not forced_mode:
+        bypass = run_stage0(turn, prompt)
+        if bypass.bypass:
+            return await run_direct(runtime, turn, prompt, _load_mode(turn, library, "simple"),
+                                    category=bypass.category)
+    if not library.modes:
+        where = ", ".join(d for _, d in library.sources) or "no mode pack is installed"
+        detail = f"no mode is loaded ({where}); pre-routing cannot run, a direct answer ran instead"
+        turn.contingency("modes-none-loaded-ran-gear-1", "mode-load", detail, severity="degraded")
+        print(f"ora: {detail}", file=turn.stderr)
+        return await run_direct(runtime, turn, prompt, None, mode_name="simple")
+    phase_a = await run_phase_a(turn, runtime.pool, prompt)
+    routing = run_routing(turn, library, phase_a.cleaned_prompt, forced_mode=forced_mode,
+                          best_guess=best_guess)
+    if routing.pending_clarification:
+        return TurnResult(status="needs_clarification", question=routing.pending_clarification)
+    assert routing.mode is not None
+    mode = _load_mode(turn, library, routing.mode)
+    if mode is None or mode.gear == 1:
+        category = "time_date" if routing.classification_confidence == "bypass" else None
+        if mode is None and routing.mode != "simple":
+            turn.contingency(f"mode-{routing.mode}-missing-ran-gear-1", "turn",
+                             f"mode {routing.mode!r} could not be loaded; a direct answer ran instead",
+                             severity="degraded")
+        return await run_direct(runtime, turn, prompt, mode, category=category,
+                                mode_name=mode.name if mode is not None else routing.mode)
+    package = await assemble_context(runtime, turn, mode, phase_a.cleaned_prompt,
+                                     phase_a.inferred_items, mode.gear)
+    return await run_single(runtime, turn, package)
+
+
+def _load_mode(turn: TurnContext, library: ModeLibrary, name: str) -> Any:
+    """The mode, or None; a missing mode or an empty required section is a named failure
+    (trace + stderr), never an empty string handed to a model (seed 000, #3 and #8)."""
+    try:
+        mode = library.get(name)
+    except ModeError as exc:
+        turn.contingency(f"mode-{name}-missing", "mode-load", str(exc), severity="degraded", mode=name)
+        print(f"ora: {exc}", file=turn.stderr)
+        return None
+    empty = mode.empty_sections
+    if empty:
+        detail = f"mode {name!r} ({mode.path}) has empty or missing section(s): {', '.join(empty)}"
+        turn.contingency(f"mode-{name}-section-empty", "mode-load", detail, severity="degraded",
+                         mode=name, sections=empty)
+        print(f"ora: {detail}", file=turn.stderr)
+    return mode
 
 
 def run_turn(runtime: Runtime, prompt: str, **options: Any) -> TurnResult:
@@ -95,21 +184,3 @@ def _observer_error(turn: TurnContext) -> Any:
               file=turn.stderr)
 
     return on_error
-
-
-async def _gear1_direct(runtime: Runtime, turn: TurnContext, prompt: str) -> TurnResult:
-    messages = build_messages(DIRECT_TASK, prompt)
-    with turn.step("direct-response", prompt=prompt, messages=[m.model_dump() for m in messages]) as step:
-        try:
-            completion = await call_role(turn, runtime.pool, "direct", messages,
-                                         prompt_key="gear1.direct", step="direct-response")
-        except BackendError as exc:
-            step.output["error"] = exc.describe()
-            step.health.verdict = "BROKEN"
-            step.contingency("direct-response-backend-failed", str(exc), severity="error")
-            return TurnResult(status="halted", mode="simple", gear=1,
-                              diagnostic={"step": "direct-response", **exc.describe()})
-        step.output["answer"] = completion.text
-        step.output["completion"] = completion.model_dump(mode="json")
-    status = "degraded" if any(h.degraded for h in turn.health.values()) else "ok"
-    return TurnResult(status=status, answer=completion.text, mode="simple", gear=1)

@@ -1,0 +1,33 @@
+"""The forensic trace on disk, and the commands that read it back.
+
+Per turn ``<trace_root>/<conversation_id>/<turn_id>/`` (the turn id starts with its UTC
+timestamp) holds ``NN-<step>.json`` + ``NN-<step>.md`` per step, the append-only logs
+``rag-failures.jsonl``, ``supplemental-rag.jsonl``, ``contingencies.jsonl`` and
+``oversight-queue.jsonl``, ``turn.json`` and ``step-health.json``.
+
+Options, in ``[plugins.trace-fs]`` of ``ora.toml``: ``fsync`` (default true: every file is
+flushed to the disk before the turn returns) and ``close_timeout_s`` (default 30).
+
+This module stays light: the sink and the commands import their modules when used.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ora_core import hookimpl
+
+
+@hookimpl
+def ora_register_trace_sinks(register: Callable[..., None]) -> None:
+    from .sink import TraceFsSink
+
+    register(TraceFsSink())
+
+
+@hookimpl
+def ora_register_commands(cli: Any) -> None:
+    from .commands import register
+
+    register(cli)

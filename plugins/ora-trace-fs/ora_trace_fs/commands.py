@@ -1,0 +1,174 @@
+"""``ora trace ls``, ``ora trace show [TURN]`` and ``ora health``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+ROOT_HELP = "Trace root (default: trace.root of the configuration)."
+
+
+def _root(root: Optional[str]) -> Path:
+    if root:
+        return Path(root).expanduser()
+    from ora_core.cli import get_config
+
+    return Path(get_config().config.trace.resolved_root())
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"ora: {message}", err=True)
+    return typer.Exit(1)
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console(width=max(120, Console().width))
+
+
+def register(cli: typer.Typer) -> None:
+    trace_app = typer.Typer(help="The forensic trace: list and show traced turns.", no_args_is_help=True)
+    cli.add_typer(trace_app, name="trace")
+
+    @trace_app.command("ls")
+    def trace_ls(
+        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        limit: int = typer.Option(20, "--limit", "-n", min=1, help="At most this many turns, newest first."),
+        conversation: Optional[str] = typer.Option(None, "--conversation", help="Only this conversation."),
+        since: Optional[str] = typer.Option(None, "--since", help="Only turns since 7d, 12h, or an ISO date."),
+        root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
+    ) -> None:
+        """List traced turns, newest first."""
+        from .reading import TraceReadError, list_turns, parse_since
+
+        base = _root(root)
+        try:
+            turns = list_turns(base, conversation=conversation, since=parse_since(since))[:limit]
+        except TraceReadError as exc:
+            raise _fail(str(exc)) from None
+        rows = [t.as_row() for t in turns]
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+            return
+        if not rows:
+            typer.echo(f"no traced turns under {base}")
+            return
+        from rich.table import Table
+
+        table = Table(title=f"Traced turns under {base}")
+        for col in ("turn", "conversation", "status", "mode", "gear", "contingencies", "prompt"):
+            table.add_column(col, overflow="fold")
+        for r in rows:
+            prompt = r["prompt"] if len(r["prompt"]) <= 50 else r["prompt"][:47] + "..."
+            table.add_row(r["turn_id"], r["conversation_id"], str(r["status"]), str(r["mode"] or "-"),
+                          str(r["gear"] or "-"), str(r["contingencies"]), prompt)
+        _console().print(table)
+
+    @trace_app.command("show")
+    def trace_show(
+        turn: Optional[str] = typer.Argument(None, help="Turn id, unique prefix, or directory (default: latest)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the turn's files as JSON."),
+        brief: bool = typer.Option(False, "--brief", help="Only the summary and the step table."),
+        root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
+    ) -> None:
+        """Render one traced turn in the terminal (the latest by default)."""
+        from .reading import TraceReadError, find_turn, load_turn
+
+        try:
+            data = load_turn(find_turn(_root(root), turn))
+        except TraceReadError as exc:
+            raise _fail(str(exc)) from None
+        if as_json:
+            typer.echo(json.dumps(data, indent=2, default=str))
+            return
+        _render_turn(data, brief=brief)
+
+    @cli.command("health")
+    def health(
+        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        since: Optional[str] = typer.Option(None, "--since", help="Only turns since 7d, 12h, or an ISO date."),
+        root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
+    ) -> None:
+        """Step health over many turns: runs, pass, fail, broken, degraded %, top contingencies."""
+        from .reading import TraceReadError, aggregate_health, parse_since
+
+        try:
+            report = aggregate_health(_root(root), since=parse_since(since))
+        except TraceReadError as exc:
+            raise _fail(str(exc)) from None
+        if as_json:
+            typer.echo(json.dumps(report, indent=2))
+            return
+        _render_health(report)
+
+
+def _render_turn(data: dict[str, Any], *, brief: bool) -> None:
+    from rich.markdown import Markdown
+    from rich.panel import Panel
+    from rich.table import Table
+
+    console = _console()
+    turn = data["turn"]
+    head = [
+        f"prompt: {turn.get('prompt')}",
+        f"status: {turn.get('status')}   mode: {turn.get('mode') or '-'}   gear: {turn.get('gear') or '-'}",
+        f"conversation: {turn.get('conversation_id')}   config: {turn.get('config_hash')}",
+        f"started: {turn.get('started_at')}   total: {(turn.get('timings') or {}).get('total_s', '?')} s",
+        f"path: {data['path']}",
+    ]
+    if turn.get("question"):
+        head.append(f"clarification needed: {turn['question']}")
+    if turn.get("trace_write_errors"):
+        head.append(f"trace write errors: {len(turn['trace_write_errors'])}")
+    console.print(Panel("\n".join(head), title=f"turn {turn.get('turn_id')}"))
+    table = Table(title="Steps")
+    for col in ("#", "step", "verdict", "latency s", "contingencies"):
+        table.add_column(col, overflow="fold")
+    for step in data["steps"]:
+        doc = step["doc"]
+        h = doc.get("health") or {}
+        table.add_row(f"{doc.get('index', 0):02d}", str(doc.get("step")),
+                      str(h.get("verdict", doc.get("status"))) + (" (degraded)" if h.get("degraded") else ""),
+                      f"{h.get('latency_s', 0):.4f}", ", ".join(h.get("contingencies") or []) or "-")
+    console.print(table)
+    ledger = turn.get("runtimeRoleModels") or []
+    if ledger:
+        calls = Table(title="Model calls" + ("  ⚠️ mismatch" if turn.get("runtimeRoleModelsMismatch") else ""))
+        for col in ("role", "prompt key", "planned", "effective", "fallbacks", "latency s"):
+            calls.add_column(col, overflow="fold")
+        for c in ledger:
+            calls.add_row(c.get("role", ""), c.get("promptKey", ""),
+                          f"{c.get('plannedProvider')}/{c.get('plannedModel')}",
+                          f"{c.get('effectiveProvider')}/{c.get('effectiveModel')}",
+                          ", ".join(c.get("fallbackFlags") or []) or "-", f"{c.get('latencyS', 0):.3f}")
+        console.print(calls)
+    if turn.get("answer"):
+        console.print(Panel(turn["answer"], title="answer"))
+    if not brief:
+        for step in data["steps"]:
+            if step["markdown"]:
+                console.rule(step["file"])
+                console.print(Markdown(step["markdown"]))
+
+
+def _render_health(report: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    console = _console()
+    statuses = ", ".join(f"{k} {v}" for k, v in sorted(report["statuses"].items())) or "none"
+    console.print(f"{report['turns']} turn(s) under {report['root']}"
+                  + (f" since {report['since']}" if report["since"] else "") + f" — {statuses}")
+    table = Table(title="Step health")
+    for col in ("step", "runs", "pass", "fail", "broken", "degraded %", "most frequent contingencies"):
+        table.add_column(col, overflow="fold")
+    for name, s in report["steps"].items():
+        top = ", ".join(f"{c['name']} ×{c['count']}" for c in s["top_contingencies"][:3]) or "-"
+        table.add_row(name, str(s["runs"]), str(s["pass"]), str(s["fail"]), str(s["broken"]),
+                      f"{s['degraded_pct']:.1f}", top)
+    console.print(table)
+    for problem in report["unreadable"]:
+        typer.echo(f"unreadable: {problem}", err=True)
