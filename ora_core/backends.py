@@ -107,8 +107,9 @@ class BackendPool:
     """Builds configured backends lazily (heavy models load on first use) and caches them.
 
     ``aclose`` (the runner calls it at the end of every turn) closes what is idle and defers
-    closing a backend that another concurrent turn is still calling until that call ends; the
-    next call builds a fresh backend. The token budget lives here, so it spans turns.
+    closing a backend that another concurrent turn is still calling until that call ends. A
+    backend stays usable after ``aclose``: it reopens its connections on its next call (the next
+    turn may run on a new event loop). The token budget lives here, so it spans turns.
     """
 
     def __init__(self, config: OraConfig, host: Any, *, stderr: IO[str] | None = None) -> None:
@@ -193,8 +194,7 @@ class BackendPool:
                   file=self.stderr or sys.stderr)
 
     async def aclose(self) -> None:
-        built, self._built = self._built, {}
-        for name, backend in built.items():
+        for name, backend in list(self._built.items()):
             if self._inflight.get(id(backend)):
                 self._close_when_idle[id(backend)] = (name, backend)
             else:
@@ -281,6 +281,7 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
             record.latency_s = time.perf_counter() - start
             record.effective_provider, record.effective_model = settings.type, settings.model
             record.error = exc.describe()
+            record.attempts = max(1, int(getattr(exc, "attempts", 1) or 1))
             turn.record_call(record, step=step)
             last_error = exc
             if following is not None:
@@ -295,6 +296,7 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
         record.effective_model = completion.model
         record.prompt_tokens = completion.prompt_tokens
         record.completion_tokens = completion.completion_tokens
+        record.attempts, record.cached = completion.attempts, completion.cached
         turn.record_call(record, step=step)
         return completion
     assert last_error is not None

@@ -90,14 +90,24 @@ def build_app() -> typer.Typer:
             False, "--best-guess", help="Continue on the best candidate mode instead of asking."
         ),
         inject: Optional[str] = typer.Option(None, "--inject", help="Fault-injection mode (tests, benches)."),
+        progress: bool = typer.Option(True, "--progress/--no-progress",
+                                      help="Print each step on stderr as it runs."),
     ) -> None:
         """Run one turn on the configured pipeline; print the answer, its status and its trace."""
         from .pipeline import run_turn
 
         runtime = get_runtime()
+        if inject:
+            from .faults import resolve_injector
+
+            try:
+                resolve_injector(runtime.host, inject)
+            except OraError as exc:
+                raise _fail(str(exc), code=2) from None
         try:
             result = run_turn(runtime, prompt, conversation_id=conversation, mode=mode,
-                              best_guess=best_guess, inject=inject)
+                              best_guess=best_guess, inject=inject,
+                              on_event=_progress_printer() if progress else None)
         except OraError as exc:
             raise _fail(str(exc)) from None
         if as_json:
@@ -146,7 +156,36 @@ def build_app() -> typer.Typer:
         typer.echo(render_config(get_config(), "json" if as_json else "toml"))
 
     __import__("ora_core.cli_modes", fromlist=["register"]).register(app)
+    __import__("ora_core.cli_models", fromlist=["register"]).register(app)
     return app
+
+
+def _progress_printer() -> Any:
+    """A trace-event observer printing one line per step (and per retry, injection and
+    degrading contingency) on stderr while the turn runs."""
+    marks = {"OK": "✓", "PASS": "✓", "FAIL": "✗", "BROKEN": "✗", "DEGRADED": "!", "SKIPPED": "-"}
+
+    def on_event(event: Any) -> None:
+        data = event.data
+        if event.kind == "step_started":
+            line = f"  → {event.step}"
+        elif event.kind == "step_finished":
+            health = data.get("health") or {}
+            verdict = health.get("verdict", "OK")
+            attempts = health.get("attempts", 1)
+            line = (f"  {marks.get(verdict, '?')} {event.step:<40} {verdict:<8} "
+                    f"{health.get('latency_s', 0.0):7.2f}s" + (f"  attempts={attempts}" if attempts > 1 else ""))
+        elif event.kind == "retry":
+            line = f"    ↻ {event.step}: {'regenerate, ' if data.get('regenerate') else ''}{data.get('reason')}"
+        elif event.kind == "fault_injected":
+            line = f"    ⚡ injected ({data.get('mode')}) at {data.get('point', {}).get('site')}: {data.get('effect')}"
+        elif event.kind == "contingency" and data.get("severity") in ("degraded", "error"):
+            line = f"    ! {data.get('name')}"
+        else:
+            return
+        print(line, file=sys.stderr, flush=True)
+
+    return on_event
 
 
 def _print_result(result: Any) -> None:
@@ -158,6 +197,8 @@ def _print_result(result: Any) -> None:
         typer.echo("Diagnostic:\n" + json.dumps(result.diagnostic, indent=2), err=True)
     typer.echo("")
     typer.echo(f"status: {result.status}   mode: {result.mode or '-'}   gear: {result.gear or '-'}")
+    if result.verdicts:
+        typer.echo("verification: " + ", ".join(f"{step} {v}" for step, v in result.verdicts.items()))
     if result.contingencies:
         typer.echo("contingencies: " + ", ".join(dict.fromkeys(result.contingencies)))
     if result.signals:

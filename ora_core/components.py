@@ -13,6 +13,7 @@ from typing import Any, Protocol, runtime_checkable
 from .models import (
     Completion,
     CompletionParams,
+    FaultPoint,
     Message,
     Retrieval,
     RetrievalFilters,
@@ -22,7 +23,8 @@ from .models import (
     Verdict,
 )
 
-KINDS: tuple[str, ...] = ("detector", "backend", "retriever", "verifier", "trace_sink", "mode_pack")
+KINDS: tuple[str, ...] = ("detector", "backend", "retriever", "verifier", "trace_sink", "mode_pack",
+                          "fault_injector")
 
 
 @runtime_checkable
@@ -102,3 +104,17 @@ class TraceSink(Protocol):
     def handle(self, event: TraceEvent) -> None: ...
 
     def close_turn(self, turn: TurnInfo) -> dict[str, Any] | None: ...
+
+
+@runtime_checkable
+class FaultInjector(Protocol):
+    """Drives one failure path for tests and benches (``ora run --inject <name>``).
+
+    ``inject(point, value)`` is called at every injection point of a turn run with this mode;
+    it returns ``value`` (pass), a replacement (corrupt) or raises (fail that site).
+    """
+
+    name: str
+    description: str
+
+    def inject(self, point: FaultPoint, value: Any) -> Any: ...

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
 from .errors import ConfigError
 
@@ -141,6 +141,19 @@ class PipelineConfig(_Section):
     retries: int = Field(default=2, ge=0, le=5)
     judge_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
     conversation_id: str = "default"
+    # The reliability layer (seed 003): confidence bands and the judge of probabilistic steps.
+    confidence_proceed: float = Field(default=0.85, ge=0.0, le=1.0)  # >= proceed
+    confidence_retry: float = Field(default=0.65, ge=0.0, le=1.0)  # < retry; between: flag
+    judge: Literal["heuristic", "model"] = "heuristic"  # "model": the verifier role judges
+    # Streams a Supplemental RAG request is answered from (seed 000 §5.2: the vault).
+    supplement_streams: list[str] = Field(default_factory=lambda: ["concept"])
+
+    @model_validator(mode="after")
+    def _bands_ordered(self) -> PipelineConfig:
+        if self.confidence_retry > self.confidence_proceed:
+            raise ValueError(f"confidence_retry ({self.confidence_retry}) must not exceed "
+                             f"confidence_proceed ({self.confidence_proceed})")
+        return self
 
 
 class ModesConfig(_Section):
@@ -316,12 +329,12 @@ def load_config(explicit: str | Path | None = None, env: Mapping[str, str] | Non
             OraConfig.model_validate(_deep_merge({"backends": {}}, _shape_check_view(user_data, data)))
         except ValidationError as exc:
             raise _validation_message(exc, str(path), {}) from None
-        data = _deep_merge(data, user_data)
+        data = _deep_merge(_drop_retyped_backends(data, user_data), user_data)
         sources.append(str(path))
         source = str(path)
     overrides, origin = _env_overrides(env)
     if overrides:
-        data = _deep_merge(data, overrides)
+        data = _deep_merge(_drop_retyped_backends(data, overrides), overrides)
         sources.append("environment (" + ", ".join(sorted(origin.values())) + ")")
         source = f"{source} + environment"
     try:
@@ -330,6 +343,18 @@ def load_config(explicit: str | Path | None = None, env: Mapping[str, str] | Non
         raise _validation_message(exc, source, origin) from None
     _check_roles(config, source)
     return ResolvedConfig(config=config, sources=sources, hash=config_hash(config))
+
+
+def _drop_retyped_backends(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``[backends.<name>]`` table that changes ``type`` replaces the base table instead of
+    merging into it: a local model's ``options`` mean nothing to an ``openai`` backend."""
+    base_backends, over_backends = base.get("backends"), over.get("backends")
+    if not isinstance(base_backends, dict) or not isinstance(over_backends, Mapping):
+        return base
+    kept = {name: table for name, table in base_backends.items()
+            if not (isinstance(table, dict) and isinstance(over_backends.get(name), Mapping)
+                    and "type" in over_backends[name] and over_backends[name]["type"] != table.get("type"))}
+    return {**base, "backends": kept}
 
 
 def _shape_check_view(user: dict[str, Any], default: dict[str, Any]) -> dict[str, Any]:

@@ -29,6 +29,7 @@ REGISTRY_HOOKS: dict[str, str] = {
     "ora_register_verifiers": "verifier",
     "ora_register_trace_sinks": "trace_sink",
     "ora_register_modes": "mode_pack",
+    "ora_register_fault_injectors": "fault_injector",
 }
 
 
@@ -89,6 +90,19 @@ def ora_register_modes(register: Callable[..., None]) -> None:
     """Register mode packs: ``register(directory)``, a directory of mode Markdown files.
 
     Later packs may add modes; a mode name defined by two packs is an error naming both.
+    """
+
+
+@hookspec
+def ora_register_fault_injectors(register: Callable[..., None]) -> None:
+    """Register fault injectors (tests and benches): ``register(injector)``.
+
+    ``injector.name`` is the mode ``ora run --inject <name>`` selects; ``description`` says
+    which path it drives. During a turn run with that mode the kernel calls
+    ``injector.inject(point, value) -> value`` at every injection point (``point`` is an
+    ``ora_core.models.FaultPoint``: site, step, role, purpose, attempt, stream, gear): return
+    ``value`` unchanged to pass, a replacement to corrupt it, or raise to make that site fail.
+    Every injection that changes or raises is traced as a ``fault_injected`` event.
     """
 
 

@@ -50,6 +50,7 @@ class Completion(_Shape):
     latency_s: float = 0.0
     finish_reason: str = ""
     cached: bool = False
+    attempts: int = Field(default=1, ge=1)  # HTTP attempts the backend made (retries + 1)
 
 
 class ModelCallRecord(_Shape):
@@ -66,6 +67,8 @@ class ModelCallRecord(_Shape):
     completion_tokens: int = 0
     latency_s: float = 0.0
     error: dict[str, str] | None = None
+    attempts: int = Field(default=1, ge=1)  # retries inside the backend show here
+    cached: bool = False  # answered from a response cache, not by a model call
 
     @property
     def mismatch(self) -> bool:
@@ -193,6 +196,13 @@ class StepHealth(_Shape):
     degraded: bool = False
     attempts: int = 1
     latency_s: float = 0.0
+    # The reliability layer's per-step record (seed 003; seed 000 §5.3), for trend detection.
+    kind: str = ""  # probabilistic | deterministic | verification | ""
+    regenerations: int = 0
+    confidence: float | None = None
+    judge_score: float | None = None
+    supplements: int = 0
+    noncompliance: dict[str, int] = Field(default_factory=dict)
 
 
 TurnStatus = Literal["ok", "degraded", "needs_clarification", "halted"]
@@ -213,6 +223,9 @@ EventKind = Literal[
     "sink_failure",
     "note",
     "detection",
+    "fault_injected",
+    "judge",
+    "retry",
 ]
 
 
@@ -256,6 +269,7 @@ class TurnResult(_Shape):
     diagnostic: dict[str, Any] | None = None
     runtime_role_models: list[ModelCallRecord] = Field(default_factory=list)
     signals: list[Signal] = Field(default_factory=list)  # every detector signal of the turn
+    verdicts: dict[str, str] = Field(default_factory=dict)  # verification step -> PASS|FAIL|BROKEN
 
     # Serialised results carry a ``mismatch`` flag per role-ledger entry and an overall
     # ``runtime_role_models_mismatch`` (what ran differs from the resolved configuration); the
@@ -399,3 +413,43 @@ class ContextPackage(_Shape):
 
     def chunks(self) -> list[Chunk]:
         return [c for r in self.retrievals.values() for c in r.chunks]
+
+
+# --- gears, verification and fault injection --------------------------------------------------
+
+
+class EvidencePackage(_Shape):
+    """What a verifier checks a subject against: the context package's chunks plus every
+    supplement result of the turn so far. ``chunks`` is a plain list (an attribute, not a
+    method), so a verifier can read it like a ``Retrieval``; ``context`` is the whole Step 2
+    package for verifiers that want provenance, budget or the mode's sections."""
+
+    chunks: list[Chunk] = Field(default_factory=list)
+    context: ContextPackage | None = None
+    supplements: list[Retrieval] = Field(default_factory=list)
+    prompt: str = ""
+
+
+FaultSite = Literal["model_call", "model_output", "verify", "verifier_output", "retrieve", "package"]
+
+
+class FaultPoint(_Shape):
+    """Where a fault injector is being asked to act (see ``ora_register_fault_injectors``).
+
+    ``purpose`` is the step's job (``analyst``, ``evaluator``, ``reviser``, ``consolidator``,
+    ``verifier``, ``retrieval``, ``context``); ``primary`` marks the turn's first analyst (the
+    depth stream in gears 3-4, the analyst in gear 2); ``attempt`` counts the reliability layer's
+    attempts at the step (1 = first), ``call`` the model calls within that attempt.
+    """
+
+    site: FaultSite
+    step: str
+    turn_id: str = ""
+    role: str = ""
+    purpose: str = ""
+    primary: bool = False
+    step_kind: str = ""  # probabilistic | deterministic | verification
+    attempt: int = 1
+    call: int = 1
+    stream: str = ""
+    gear: int = 0

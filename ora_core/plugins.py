@@ -359,6 +359,7 @@ _REQUIRED: dict[str, tuple[str, ...]] = {
     "retriever": ("retrieve", "stream"),
     "verifier": ("verify",),
     "trace_sink": ("open_turn", "handle", "close_turn"),
+    "fault_injector": ("inject",),
 }
 
 

@@ -23,11 +23,13 @@ import math
 import time
 from typing import Any
 
+from .. import faults
 from ..models import (
     BUDGET_SIGNAL_NAMES,
     BudgetReport,
     BudgetSignal,
     ContextPackage,
+    FaultPoint,
     RagFailure,
     Retrieval,
     RetrievalFilters,
@@ -75,6 +77,8 @@ def _retrieve(retriever: Any, stream: str, query: str, filters: Any, k: int,
     name = getattr(retriever, "name", type(retriever).__name__)
     start = time.perf_counter()
     try:
+        faults.inject(turn, FaultPoint(site="retrieve", step=STEP, purpose="retrieval", stream=stream,
+                                       step_kind="deterministic"))
         result = retriever.retrieve(query, filters, k, turn)
         if not isinstance(result, Retrieval):
             result = Retrieval.model_validate(result)

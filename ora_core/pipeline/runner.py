@@ -6,7 +6,14 @@
 It reaches detectors, retrievers, backends, verifiers and sinks only through the plugin
 registry, and every boundary is a traced step. A bypass goes straight to Gear 1 with the
 ``simple`` mode; a pending clarification stops the turn with ``needs_clarification`` unless
-best-guess is on. Analytical modes run ``gears.single`` until gears 2-4 exist.
+best-guess is on. Analytical modes run the gear their mode asks for (``gears.analyst``: 2,
+``gears.sequential``: 3, ``gears.cascade``: 4) after the context package passes its
+deterministic assertions (``context-assertions``). A step that halts (``StepHalted``: a
+probabilistic step out of retries, or a deterministic assertion) ends the turn ``halted`` with
+the full diagnostic.
+
+``inject`` names a registered fault injector (``ora run --inject``); an unknown name is a
+``ConfigError`` listing the known ones, raised before the turn opens.
 """
 
 from __future__ import annotations
@@ -14,19 +21,25 @@ from __future__ import annotations
 import asyncio
 import sys
 import traceback
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from .. import faults
 from ..backends import BackendPool
 from ..config import ResolvedConfig
 from ..errors import ModeError, OraError
-from ..models import TurnResult
-from ..modes import ModeLibrary, load_modes
+from ..models import ContextPackage, FaultPoint, TurnResult
+from ..modes import STREAMS, ModeLibrary, load_modes
 from ..plugins import PluginHost
+from ..reliability import Assertion, StepHalted, run_deterministic_step
 from ..trace import TurnContext
 from .context import assemble_context
+from .gears.analyst import run_gear2
+from .gears.cascade import run_gear4
+from .gears.common import GearContext
 from .gears.direct import DIRECT_TASK, run_direct
-from .gears.single import run_single
+from .gears.sequential import run_gear3
 from .phase_a import run_phase_a
 from .routing import run_routing
 from .stage0 import run_stage0
@@ -72,12 +85,13 @@ class Runtime:
                   f"(installed: {', '.join(sorted(available)) or 'none'})", file=self.stderr)
         return [available[n] for n in wanted if n in available]
 
-    def new_turn(self, prompt: str, conversation_id: str | None = None) -> TurnContext:
+    def new_turn(self, prompt: str, conversation_id: str | None = None,
+                 observers: Sequence[Any] = ()) -> TurnContext:
         return TurnContext(
             prompt=prompt,
             config=self.config,
             config_hash=self.resolved.hash,
-            sinks=self.sinks(),
+            sinks=[*self.sinks(), *observers],
             host=self.host,
             conversation_id=conversation_id or self.config.pipeline.conversation_id,
             plugins=self.host.plugin_versions(),
@@ -88,14 +102,20 @@ class Runtime:
 
 async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str | None = None,
                          mode: str | None = None, best_guess: bool | None = None,
-                         inject: str | None = None, **options: Any) -> TurnResult:
-    turn = runtime.new_turn(prompt, conversation_id).open()
+                         inject: str | None = None, on_event: Callable[[Any], None] | None = None,
+                         **options: Any) -> TurnResult:
+    """Run one turn. ``on_event`` sees every trace event (``ora run``'s progress lines)."""
+    injector = faults.resolve_injector(runtime.host, inject) if inject else None
+    observers = [EventObserver(on_event)] if on_event is not None else []
+    turn = runtime.new_turn(prompt, conversation_id, observers).open()
     if not runtime.host.components("trace_sink") and runtime.config.trace.enabled:
         turn.contingency("trace-no-sink-installed", "turn",
                          "tracing is enabled but no trace sink plugin is installed", severity="degraded")
-    if inject:
-        turn.emit("note", step="turn", inject=inject,
-                  detail="fault injection requested; this pipeline stage has no injection points yet")
+    if injector is not None:
+        faults.activate(turn, injector)
+        turn.contingency(f"fault-injection-{injector.name}", "turn",
+                         f"fault injection is on: {getattr(injector, 'description', '') or injector.name}",
+                         severity="info", mode=injector.name)
     if options:
         turn.emit("note", step="turn", ignored_options=sorted(options))
     runtime.host.call_observers("ora_turn_started", _observer_error(turn), turn=turn)
@@ -151,7 +171,62 @@ async def _sequence(runtime: Runtime, turn: TurnContext, prompt: str, *, forced_
                                 mode_name=mode.name if mode is not None else routing.mode)
     package = await assemble_context(runtime, turn, mode, phase_a.cleaned_prompt,
                                      phase_a.inferred_items, mode.gear)
-    return await run_single(runtime, turn, package)
+    gc = GearContext(runtime=runtime, turn=turn, mode=mode, package=package, gear=mode.gear)
+    try:
+        package = faults.inject(turn, FaultPoint(site="package", step="context-assembly", purpose="context",
+                                                 step_kind="deterministic", gear=mode.gear), package)
+        gc.package = check_context(turn, runtime.config, package)
+        return await GEARS[mode.gear](gc)
+    except StepHalted as halt:
+        return TurnResult(status="halted", mode=mode.name, gear=gc.gear, diagnostic=halt.diagnostic,
+                          verdicts=dict(gc.verdicts))
+
+
+GEARS = {2: run_gear2, 3: run_gear3, 4: run_gear4}
+CONTEXT_CHECK = "context-assertions"
+
+
+def check_context(turn: TurnContext, config: Any, package: ContextPackage) -> ContextPackage:
+    """Deterministic assertions on Step 2's package (never retried, never judged): every enabled
+    stream is accounted for (retrieved, diagnosed, failed by name, or named missing), every chunk
+    carries a source, and the prompt is not empty."""
+    enabled = [s for s in STREAMS if getattr(config.retrieval.streams, s, False)]
+
+    def coverage(p: ContextPackage) -> str | None:
+        lost = [s for s in enabled if s not in p.retrievals and s not in p.missing_streams]
+        return (f"enabled stream(s) {', '.join(lost)} are neither retrieved, diagnosed, failed by name nor "
+                "named missing: their context vanished silently") if lost else None
+
+    def provenance(p: ContextPackage) -> str | None:
+        bare = [c.id for c in p.chunks() if not c.provenance.source]
+        return f"chunk(s) without a source: {', '.join(bare[:5])}" if bare else None
+
+    def prompt(p: ContextPackage) -> str | None:
+        return None if p.cleaned_prompt.strip() else "the cleaned prompt is empty"
+
+    return run_deterministic_step(turn, CONTEXT_CHECK, package,
+                                  [Assertion("stream-coverage", coverage), Assertion("chunk-provenance", provenance),
+                                   Assertion("prompt-present", prompt)],
+                                  streams_enabled=enabled, streams_present=sorted(package.retrievals),
+                                  streams_missing=package.missing_streams)
+
+
+class EventObserver:
+    """An in-process listener on the turn's events (not a trace sink: it stores nothing)."""
+
+    name = "event-observer"
+
+    def __init__(self, callback: Callable[[Any], None]) -> None:
+        self.callback = callback
+
+    def open_turn(self, info: Any, ctx: Any) -> None:
+        return None
+
+    def handle(self, event: Any) -> None:
+        self.callback(event)
+
+    def close_turn(self, info: Any) -> None:
+        return None
 
 
 def _load_mode(turn: TurnContext, library: ModeLibrary, name: str) -> Any:

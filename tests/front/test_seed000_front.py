@@ -166,7 +166,7 @@ def test_5_every_model_call_of_a_turn_carries_the_directive(front):
                        rules=[front.phase_a_rule(CUI_BONO, ["harness means agent scaffolding"])])
     result = run_turn(rt, CUI_BONO)
     calls = _backend(rt).calls
-    assert len(calls) == len(result.runtime_role_models) == 2  # phase A + analyst
+    assert len(calls) == len(result.runtime_role_models) >= 2  # phase A + every gear-4 step's call
     for messages in calls:
         assert messages[0].role == "system" and DIRECTIVE_MARKER in messages[0].content
 

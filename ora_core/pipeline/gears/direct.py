@@ -59,9 +59,17 @@ async def run_direct(runtime: Any, turn: Any, prompt: str, mode: Any, *, categor
                               diagnostic={"step": STEP, **exc.describe()})
         answer = completion.text
         step.output["completion"] = completion.model_dump(mode="json")
+        # Every model_output detector runs (third-party ones included); a direct answer is short
+        # by design, so the brief-stub length floor does not apply here.
+        turn.data["expected_min_words"] = 1
+        try:
+            turn.detect("model_output", answer, step=STEP)
+        finally:
+            turn.data.pop("expected_min_words", None)
         if "clock" in turn.data:
             answer = _check_clock(turn, step, answer)
         step.output["answer"] = answer
+    turn.detect("final_output", answer, step=STEP)
     status = "degraded" if any(h.degraded for h in turn.health.values()) else "ok"
     return TurnResult(status=status, answer=answer, mode=mode_name, gear=1)
 

@@ -42,18 +42,20 @@ def test_turn_directory_holds_every_file_complete_when_the_turn_returns(tmp_path
     names = {p.name for p in path.iterdir()}
     assert {"turn.json", "step-health.json", "rag-failures.jsonl", "supplemental-rag.jsonl",
             "contingencies.jsonl", "oversight-queue.jsonl"} <= names
-    for step in ("01-stage0-bypass", "02-phase-a", "03-pre-routing", "04-context-assembly", "05-single-analyst"):
+    for step in ("01-stage0-bypass", "02-phase-a", "03-pre-routing", "04-context-assembly",
+                 "07-step3-depth-analyst", "15-step7-consolidation", "17-final-output"):
         assert f"{step}.json" in names and f"{step}.md" in names
         assert json.loads((path / f"{step}.json").read_text())["status"] == "finished"
     turn = json.loads((path / "turn.json").read_text())
     assert turn["status"] == result.status and turn["prompt"] == "Cui bono on the harness shift?"
     assert turn["config_hash"] and "ora_trace_fs" in turn["plugins"]  # in-process: module name
     assert turn["timings"]["total_s"] > 0 and set(turn["timings"]["steps"]) >= {"phase-a", "pre-routing"}
-    assert [c["role"] for c in turn["runtimeRoleModels"]] == ["phase_a", "analyst"]
+    roles = [c["role"] for c in turn["runtimeRoleModels"]]
+    assert roles[0] == "phase_a" and {"depth", "breadth", "consolidator"} <= set(roles)
     assert turn["runtimeRoleModelsMismatch"] is False
     health = json.loads((path / "step-health.json").read_text())
     assert [s["step"] for s in health["steps"]][:2] == ["stage0-bypass", "phase-a"]
-    assert "gear-4-unavailable-ran-gear-1" in health["contingencies"]
+    assert "diversity-unavailable" in health["contingencies"]
     lines = (path / "contingencies.jsonl").read_text().splitlines()
     assert [json.loads(line)["name"] for line in lines] == result.contingencies
     assert not [p for p in path.iterdir() if p.name.endswith(".tmp")]
@@ -125,7 +127,7 @@ def test_a_write_failure_mid_turn_is_reported_and_degrades_tracing(tmp_path):
     assert result.tracing_degraded is True
     assert "trace-fs" in rt.stderr.getvalue() and "phase-a" in rt.stderr.getvalue()
     path = Path(result.trace_path)
-    assert (path / "02-phase-a.json").exists() and (path / "05-single-analyst.md").exists()
+    assert (path / "02-phase-a.json").exists() and (path / "07-step3-depth-analyst.md").exists()
 
 
 def test_atomic_write_replaces_whole_files_and_jsonl_lines_are_single_writes(tmp_path):
@@ -188,7 +190,7 @@ def test_trace_ls_show_and_health_read_back_real_runs(tmp_path):
     assert [r["mode"] for r in rows] == ["cui-bono", "simple"]
     show = subprocess.run([ORA, "-c", cfg, "trace", "show"], capture_output=True, text=True, env=env)
     assert show.returncode == 0, show.stderr
-    assert "single-analyst" in show.stdout and "Signal strength summary" in show.stdout
+    assert "step3-depth-analyst" in show.stdout and "Signal strength summary" in show.stdout
     show_one = subprocess.run([ORA, "-c", cfg, "trace", "show", rows[1]["turn_id"][:20], "--brief"],
                               capture_output=True, text=True, env=env)
     assert "stage0-bypass" in show_one.stdout and "direct-response" in show_one.stdout
@@ -196,8 +198,8 @@ def test_trace_ls_show_and_health_read_back_real_runs(tmp_path):
     report = json.loads(health.stdout)
     assert report["turns"] == 2
     assert report["steps"]["stage0-bypass"]["runs"] == 2
-    assert report["steps"]["single-analyst"]["degraded_pct"] == 100.0
-    assert report["steps"]["single-analyst"]["top_contingencies"][0]["name"] == "gear-4-unavailable-ran-gear-1"
+    assert report["steps"]["role-slots"]["runs"] == 1
+    assert report["steps"]["role-slots"]["top_contingencies"][0]["name"] == "diversity-unavailable"
     future = subprocess.run([ORA, "-c", cfg, "health", "--json", "--since", "2999-01-01"],
                             capture_output=True, text=True, env=env)
     assert json.loads(future.stdout)["turns"] == 0

@@ -1,0 +1,214 @@
+"""Backend throughput and the local model's speed and footprint.
+
+(a) 50 concurrent turns (each: three role calls in sequence through ``call_role``) against a
+    local OpenAI-compatible server (its own process) that answers every request after 100 ms.
+    Throughput is compared with the ideal (every call costing exactly 100 ms, all turns in
+    parallel), with one pooled connection set per backend (reuse) and, side by side, with a new
+    client per call (no reuse). Target: reuse >= 0.8x ideal.
+(b) The local model (SmolLM2-135M-Instruct, llama.cpp in-process): prompt and generation
+    tokens/s at 1 and 2 threads; the wall time and peak RSS of a default ``ora run`` (gear 2,
+    ``--mode standard``, the sample vault ingested into a temporary Chroma). Targets: <= 15 s,
+    <= 1.2 GB.
+
+    python benchmarks/backends.py [--turns 50] [--rounds 5] [--skip-run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DELAY_S = 0.1
+CALLS_PER_TURN = 3
+
+SERVER = r'''
+import asyncio, json, sys
+from aiohttp import web
+
+async def chat(request):
+    body = await request.json()
+    await asyncio.sleep(float(sys.argv[2]))
+    return web.json_response({"id": "b", "object": "chat.completion", "model": body["model"],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 1}})
+
+app = web.Application()
+app.router.add_post("/v1/chat/completions", chat)
+web.run_app(app, host="127.0.0.1", port=int(sys.argv[1]), print=None, access_log=None, backlog=1024)
+'''
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_server(port: int) -> subprocess.Popen[bytes]:
+    proc = subprocess.Popen([sys.executable, "-c", SERVER, str(port), str(DELAY_S)])
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return proc
+        except OSError:
+            time.sleep(0.05)
+    proc.kill()
+    raise SystemExit("the benchmark server did not start")
+
+
+async def run_turns(port: int, turns: int, rounds: int, reuse: bool) -> tuple[float, int]:
+    import ora_openai
+
+    from ora_core.backends import BackendPool, call_role
+    from ora_core.prompts import build_messages
+    from ora_core.testing import make_config, make_host
+    from ora_core.trace import TurnContext
+
+    resolved = make_config({"backends": {"local": {
+        "type": "openai", "model": "bench", "base_url": f"http://127.0.0.1:{port}/v1", "timeout_s": 30,
+        "max_retries": 0, "options": {"max_connections": turns * 2, "max_keepalive": turns * 2,
+                                      "breaker_failures": 1000}}}}, base_default=False)
+    host = make_host(ora_openai)
+    shared = BackendPool(resolved.config, host)
+    messages = build_messages("Answer.", "Benchmark question?")
+    roles = ["phase_a", "analyst", "verifier"][:CALLS_PER_TURN]
+
+    async def one_turn() -> int:
+        turn = TurnContext(prompt="bench", config=resolved.config, config_hash=resolved.hash)
+        for role in roles:
+            pool = shared if reuse else BackendPool(resolved.config, host)
+            await call_role(turn, pool, role, messages, prompt_key="bench")
+            if not reuse:
+                await pool.aclose()  # a new client per call: a new connection per call
+        return len(turn.calls)
+
+    await asyncio.gather(*(one_turn() for _ in range(turns)))  # warm-up round, not counted
+    start = time.perf_counter()
+    done = 0
+    for _ in range(rounds):
+        done += sum(await asyncio.gather(*(one_turn() for _ in range(turns))))
+    wall = time.perf_counter() - start
+    await shared.aclose()
+    return wall, done
+
+
+def bench_throughput(turns: int, rounds: int) -> dict[str, Any]:
+    port = free_port()
+    server = start_server(port)
+    try:
+        ideal = rounds * CALLS_PER_TURN * DELAY_S
+        out: dict[str, Any] = {"turns": turns, "rounds": rounds, "calls_per_turn": CALLS_PER_TURN,
+                               "server_delay_s": DELAY_S, "ideal_wall_s": round(ideal, 3)}
+        for label, reuse in (("reuse", True), ("no_reuse", False)):
+            wall, calls = asyncio.run(run_turns(port, turns, rounds, reuse))
+            out[label] = {"wall_s": round(wall, 3), "calls": calls, "calls_per_s": round(calls / wall, 1),
+                          "ideal_calls_per_s": round(calls / ideal, 1), "ratio_to_ideal": round(ideal / wall, 3)}
+        return out
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def bench_local_model() -> dict[str, Any]:
+    sys.path.insert(0, str(REPO / "plugins" / "ora-local-llm"))
+    from ora_local_llm.engine import generate, load_model
+    from ora_local_llm.model_file import resolve_model_path
+    from ora_local_llm.options import LocalLLMOptions
+
+    path = resolve_model_path(None)
+    long_prompt = [{"role": "system", "content": "You are careful. " * 120},
+                   {"role": "user", "content": "Summarise the rules above in one word."}]
+    story = [{"role": "user", "content": "Write a long story about a lighthouse keeper and a storm."}]
+    rows = {}
+    for threads in (1, 2):
+        opts = LocalLLMOptions(threads=threads, seed=7)
+        start = time.perf_counter()
+        model = load_model(path, 2048, opts)
+        load_s = time.perf_counter() - start
+        model.llama.reset()
+        cancel = threading.Event()
+        prompt_run = generate(model, long_prompt, max_tokens=1, temperature=0.0, stop=(), timeout_s=300, opts=opts,
+                              cancel=cancel)
+        prompt_tps = prompt_run.prompt_tokens / prompt_run.latency_s
+        model.llama.reset()
+        gen = generate(model, story, max_tokens=128, temperature=0.7, stop=(), timeout_s=300, opts=opts,
+                       cancel=cancel)
+        gen_s = max(1e-6, gen.latency_s - gen.prompt_tokens / prompt_tps)
+        rows[f"threads_{threads}"] = {
+            "load_s": round(load_s, 3), "prompt_tokens": prompt_run.prompt_tokens,
+            "prompt_tokens_per_s": round(prompt_tps, 1), "generated_tokens": gen.completion_tokens,
+            "generation_tokens_per_s": round(gen.completion_tokens / gen_s, 1)}
+    return rows
+
+
+def bench_default_run(threads: int | None) -> dict[str, Any]:
+    ora = str(Path(sys.executable).with_name("ora"))
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ORA")}
+        env.update({"ORA__TRACE__ROOT": f"{tmp}/traces", "ORA__RETRIEVAL__PATH": f"{tmp}/chroma",
+                    "HF_HUB_OFFLINE": "1", "XDG_CONFIG_HOME": f"{tmp}/cfg"})
+        if threads is not None:
+            env["ORA__BACKENDS__LOCAL__OPTIONS__THREADS"] = str(threads)
+        ingest = subprocess.run([ora, "vault", "add", str(REPO / "vault")], env=env, capture_output=True, text=True,
+                                cwd=tmp)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        start = time.perf_counter()
+        proc = subprocess.run([ora, "run", "--mode", "standard", "--json",
+                               "What does the anti-confabulation directive ask of a model?"],
+                              env=env, capture_output=True, text=True, cwd=tmp)
+        wall = time.perf_counter() - start
+        peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+        result = json.loads(proc.stdout) if proc.returncode == 0 else {}
+        return {"threads": threads if threads is not None else "config default", "exit_code": proc.returncode,
+                "vault_ingested": ingest.returncode == 0,
+                "wall_s": round(wall, 2), "peak_rss_mb": round(peak_kb / 1024, 1),
+                "peak_rss_is_this_run": peak_kb > before, "status": result.get("status"),
+                "calls": [(c["role"], c["effective_model"], round(c["latency_s"], 2))
+                          for c in result.get("runtime_role_models", [])],
+                "stderr_tail": proc.stderr[-500:] if proc.returncode else ""}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=50)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--skip-run", action="store_true", help="skip the default `ora run` measurement")
+    args = parser.parse_args()
+    load = os.getloadavg()
+    report: dict[str, Any] = {"machine": {"cpus": os.cpu_count(), "loadavg_1_5_15": [round(x, 2) for x in load]}}
+    report["a_throughput"] = thr = bench_throughput(args.turns, args.rounds)
+    report["b_local_model"] = bench_local_model()
+    if not args.skip_run:
+        report["b_default_run"] = [bench_default_run(1), bench_default_run(None)]
+    print(json.dumps(report, indent=2))
+    ratio = thr["reuse"]["ratio_to_ideal"]
+    print(f"\n(a) {args.turns} concurrent turns x {CALLS_PER_TURN} calls, {args.rounds} rounds: "
+          f"reuse {ratio:.2f}x ideal (target >= 0.8) | no reuse {thr['no_reuse']['ratio_to_ideal']:.2f}x")
+    for name, row in report["b_local_model"].items():
+        print(f"(b) {name}: prompt {row['prompt_tokens_per_s']} tok/s, generation {row['generation_tokens_per_s']} "
+              f"tok/s, load {row['load_s']} s")
+    ok = ratio >= 0.8
+    for run in report.get("b_default_run", []):
+        met = run["exit_code"] == 0 and run["wall_s"] <= 15 and run["peak_rss_mb"] <= 1200
+        ok = ok and met
+        print(f"(b) default `ora run` (threads={run['threads']}): {run['wall_s']} s (target <= 15), peak RSS "
+              f"{run['peak_rss_mb']} MB (target <= 1200), exit {run['exit_code']}")
+    print(f"load average during the run: {load[0]:.2f} on {os.cpu_count()} CPUs (a busy machine slows (b))")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

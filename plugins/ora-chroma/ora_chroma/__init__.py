@@ -1,0 +1,42 @@
+"""Ora plugin: retrieval on Chroma with MiniLM embeddings.
+
+Registers three retrievers (streams ``concept``, ``conversation``, ``relationship``), the
+``ora vault`` commands, and the post-turn hook that indexes each exchange into conversation
+memory. This module stays light: chromadb, sentence-transformers and torch are imported
+inside the functions that use them, so ``ora --help`` never pays for them.
+
+Settings: ``[retrieval]`` (``path``, ``server_url``, ``k``, ``approved_weight``, ``streams``)
+and ``[plugins.chroma]`` (see ``ora_chroma.settings.ChromaSettings``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ora_core import hookimpl
+
+__version__ = "0.1.0"
+
+
+@hookimpl
+def ora_register_retrievers(register: Callable[..., None]) -> None:
+    from .retrievers import ConceptRetriever, ConversationRetriever, RelationshipRetriever
+
+    register(ConceptRetriever())
+    register(ConversationRetriever())
+    register(RelationshipRetriever())
+
+
+@hookimpl
+def ora_register_commands(cli: Any) -> None:
+    from .cli import register
+
+    register(cli)
+
+
+@hookimpl
+def ora_turn_finished(turn: Any, result: Any) -> None:
+    from .conversation import index_turn
+
+    index_turn(turn, result)

@@ -1,0 +1,230 @@
+"""Reading vault notes: front matter, heading-aware chunks with overlap, wiki links.
+
+Pure Python and fast (no Chroma, no model): everything here is deterministic and testable on
+its own. Chunk ids are content hashes, so an unchanged note yields the same ids on every run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
+WIKI_LINK = re.compile(r"\[\[([^\]\|#\n]+)(?:#[^\]\|\n]*)?(?:\|[^\]\n]*)?\]\]")
+_KEY_JUNK = re.compile(r"[\s_\-]+")
+
+
+class FrontMatterError(ValueError):
+    """A note's front matter cannot be used; the message names the file and what is wrong."""
+
+
+class NoteMeta(BaseModel):
+    """The front matter fields Ora reads. Other keys (aliases, dates...) are kept, unused."""
+
+    model_config = ConfigDict(extra="allow")
+
+    title: str | None = None
+    type: str = "note"
+    source_type: str = "vault"
+    approved: bool = False
+    tags: list[str] = Field(default_factory=list)
+    related: list[str] = Field(default_factory=list)
+
+    @field_validator("tags", "related", mode="before")
+    @classmethod
+    def _listify(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("related", mode="after")
+    @classmethod
+    def _unwrap_links(cls, value: list[str]) -> list[str]:
+        out = []
+        for item in value:
+            match = WIKI_LINK.fullmatch(item.strip())
+            out.append(match.group(1).strip() if match else item.strip())
+        return [v for v in out if v]
+
+
+class NoteChunk(BaseModel):
+    id: str
+    text: str
+    heading: str
+    index: int
+
+
+class ParsedNote(BaseModel):
+    path: Path
+    note: str  # the path relative to the vault root, POSIX style
+    title: str
+    meta: NoteMeta
+    file_hash: str
+    meta_hash: str
+    chunks: list[NoteChunk]
+    links: list[tuple[str, str]]  # (target key, kind: wiki | related)
+
+
+def note_key(name: str) -> str:
+    """How a link target, a file stem and a title are compared: case and separators ignored."""
+    name = name.strip()
+    for suffix in (".md", ".markdown", ".txt"):
+        if name.lower().endswith(suffix):
+            name = name[: -len(suffix)]
+    name = name.rsplit("/", 1)[-1]
+    return _KEY_JUNK.sub("-", name.lower()).strip("-")
+
+
+def split_front_matter(text: str, where: str) -> tuple[dict[str, Any], str, int]:
+    """(front matter mapping, body, line number where the body starts)."""
+    if not text.startswith("---"):
+        return {}, text, 1
+    lines = text.split("\n")
+    if lines[0].strip() != "---":
+        return {}, text, 1
+    for i in range(1, len(lines)):
+        if lines[i].strip() in {"---", "..."}:
+            raw = "\n".join(lines[1:i])
+            body = "\n".join(lines[i + 1:])
+            break
+    else:
+        raise FrontMatterError(f"{where}: front matter opened with '---' on line 1 is never closed")
+    import yaml
+
+    try:
+        data = yaml.safe_load(raw) if raw.strip() else {}
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        at = f" (line {mark.line + 2})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise FrontMatterError(f"{where}: front matter is not valid YAML{at}: {problem}") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise FrontMatterError(f"{where}: front matter must be a mapping of keys to values, "
+                               f"got a {type(data).__name__}")
+    return data, body, i + 2
+
+
+def parse_meta(data: dict[str, Any], where: str) -> NoteMeta:
+    try:
+        return NoteMeta.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"])
+        raise FrontMatterError(f"{where}: front matter field {field!r}: {err['msg']} "
+                               f"(got {err.get('input')!r})") from None
+
+
+def _sections(body: str, markdown: bool) -> list[tuple[list[str], str]]:
+    """(heading path, text) per section; headings inside fenced code are not headings."""
+    if not markdown:
+        return [([], body)]
+    out: list[tuple[list[str], str]] = []
+    stack: list[tuple[int, str]] = []
+    current: list[str] = []
+    in_fence = False
+    for line in body.split("\n"):
+        if FENCE.match(line):
+            in_fence = not in_fence
+        heading = None if in_fence else HEADING.match(line)
+        if heading:
+            out.append(([h for _, h in stack], "\n".join(current)))
+            level = len(heading.group(1))
+            while stack and stack[-1][0] >= level:
+                stack.pop()
+            stack.append((level, heading.group(2).strip()))
+            current = []
+        else:
+            current.append(line)
+    out.append(([h for _, h in stack], "\n".join(current)))
+    return [(path, text) for path, text in out if text.strip()]
+
+
+def _units(text: str, chunk_words: int) -> list[list[str]]:
+    """Paragraphs as word lists; a paragraph longer than a chunk is cut into chunk-sized runs."""
+    units: list[list[str]] = []
+    for para in re.split(r"\n\s*\n", text):
+        words = para.split()
+        for start in range(0, len(words), chunk_words):
+            if words[start:start + chunk_words]:
+                units.append(words[start:start + chunk_words])
+    return units
+
+
+def chunk_section(text: str, chunk_words: int, overlap_words: int) -> list[str]:
+    """Pack paragraphs into chunks of at most ``chunk_words`` words (plus the overlap carried
+    from the previous chunk of the same section)."""
+    chunks: list[list[str]] = []
+    current: list[str] = []
+    for unit in _units(text, chunk_words):
+        if current and len(current) + len(unit) > chunk_words:
+            chunks.append(current)
+            current = current[-overlap_words:] if overlap_words else []
+        current = current + unit
+    if current:
+        chunks.append(current)
+    return [" ".join(words) for words in chunks]
+
+
+def _digest(*parts: str) -> str:
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def parse_note(path: Path, root: Path, *, chunk_words: int = 160, overlap_words: int = 30,
+               raw: bytes | None = None) -> ParsedNote:
+    """Read one note. Raises ``FrontMatterError`` (naming the file) on unusable front matter or
+    undecodable text, ``OSError`` when the file cannot be read."""
+    data = path.read_bytes() if raw is None else raw
+    rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise FrontMatterError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    text = text.replace("\r\n", "\n")
+    front, body, _ = split_front_matter(text, str(path))
+    meta = parse_meta(front, str(path))
+    markdown = path.suffix.lower() != ".txt"
+    sections = _sections(body, markdown)
+    first_h1 = re.search(r"^#\s+(.+?)\s*#*\s*$", body, re.M) if markdown else None
+    title = meta.title or (first_h1.group(1).strip() if first_h1 else "") or path.stem
+    meta_json = meta.model_dump_json()
+    meta_hash = _digest(meta_json, title)[:16]
+    chunks: list[NoteChunk] = []
+    seen: dict[str, int] = {}
+    for heading_path, section in sections:
+        # The note's H1 is its title: every chunk's header already carries it.
+        h1 = first_h1.group(1).strip() if first_h1 else None
+        shown = heading_path[1:] if heading_path and heading_path[0] in {title, h1} else heading_path
+        heading = " > ".join(shown)
+        for piece in chunk_section(section, chunk_words, overlap_words):
+            header = f"{title} — {heading}" if heading else title
+            chunk_text = f"{header}\n\n{piece}"
+            dup = seen.get(chunk_text, 0)
+            seen[chunk_text] = dup + 1
+            chunk_id = _digest(str(path), meta_hash, chunk_text, str(dup))[:32]
+            chunks.append(NoteChunk(id=chunk_id, text=chunk_text, heading=heading, index=len(chunks)))
+    links: list[tuple[str, str]] = []
+    own = {note_key(path.stem), note_key(title)}
+    for target in meta.related:
+        key = note_key(target)
+        if key and key not in own and (key, "related") not in links:
+            links.append((key, "related"))
+    if markdown:
+        for match in WIKI_LINK.finditer(body):
+            key = note_key(match.group(1))
+            if key and key not in own and (key, "wiki") not in links:
+                links.append((key, "wiki"))
+    return ParsedNote(path=path, note=rel, title=title, meta=meta, file_hash=_digest(text)[:32],
+                      meta_hash=meta_hash, chunks=chunks, links=links)

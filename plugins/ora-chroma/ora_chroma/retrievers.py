@@ -1,0 +1,244 @@
+"""The three Chroma retrievers, one per stream: ``concept`` (the vault), ``conversation``
+(conversation memory) and ``relationship`` (the link graph between vault notes).
+
+Sync, called by the kernel from worker threads. Any failure of Chroma, the manifest or the
+embedding model is raised as ``ora_core.errors.RetrievalError`` with the cause chained: the
+kernel turns it into empty context plus a named record. An empty result without an error
+carries an ``EmptyDiagnosis`` (see ``ranking``).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from ora_core.errors import RetrievalError
+from ora_core.models import EmptyDiagnosis, EmptyReason, Retrieval, RetrievalFilters
+
+from .embedding import embed_query
+from .ranking import build_where, diagnose, filter_clauses, filters_applied, query, rank
+from .settings import load_settings, store_location
+from .store import VaultStore
+
+_stores: dict[tuple[str, str], VaultStore] = {}
+_stores_lock = threading.Lock()
+
+
+def store_for(config: Any) -> VaultStore:
+    """One ``VaultStore`` per (location, settings) per process, so collections are reused."""
+    settings = load_settings(config)
+    key = (store_location(config).label, settings.model_dump_json())
+    with _stores_lock:
+        store = _stores.get(key)
+        if store is None:
+            store = _stores[key] = VaultStore(config, settings)
+    return store
+
+
+def forget_stores() -> None:
+    with _stores_lock:
+        _stores.clear()
+
+
+class _ChromaRetriever:
+    name = ""
+    stream = ""
+    layer = "context_package"
+    assumes: frozenset[str] = frozenset()
+
+    def retrieve(self, query: str, filters: RetrievalFilters, k: int, ctx: Any) -> Retrieval:
+        started = time.perf_counter()
+        config = getattr(ctx, "config", None)
+        if config is None:
+            raise RetrievalError(f"{self.name}: the context carries no configuration")
+        filters = filters or RetrievalFilters()
+        try:
+            store = store_for(config)
+            result = self._retrieve(store, config, query, filters, max(1, int(k)), ctx)
+        except RetrievalError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - re-raised as the typed error, cause chained
+            where = store_location(config).label if config is not None else "?"
+            raise RetrievalError(f"{self.stream} retrieval from {where} failed: "
+                                 f"{type(exc).__name__}: {exc}") from exc
+        result.latency_s = time.perf_counter() - started
+        return result
+
+    def _retrieve(self, store: VaultStore, config: Any, query: str, filters: RetrievalFilters, k: int,
+                  ctx: Any) -> Retrieval:
+        raise NotImplementedError
+
+    # --- shared -------------------------------------------------------------------------------
+
+    def _floor(self, store: VaultStore, filters: RetrievalFilters) -> float:
+        return filters.min_score if filters.min_score is not None else store.settings.min_score
+
+    def _applied(self, store: VaultStore, filters: RetrievalFilters, floor: float, k: int) -> dict[str, Any]:
+        applied = filters_applied(filters, floor, k)
+        applied["max_chars"] = store.settings.max_chars
+        return applied
+
+    def _excluded(self, collection: str, col: Any, filters: RetrievalFilters, query: str,
+                  applied: dict[str, Any]) -> Retrieval | None:
+        if filters.collections and collection not in filters.collections:
+            return Retrieval(stream=self.stream, query=query, retriever=self.name,
+                             empty_diagnosis=EmptyDiagnosis(
+                                 empty_reason=EmptyReason.filtered_out, collection_total_count=col.count(),
+                                 filters_applied=applied,
+                                 detail=f"collection {collection!r} is not among the filter's "
+                                        f"collections {filters.collections}"))
+        return None
+
+
+class ConceptRetriever(_ChromaRetriever):
+    """Vault chunks nearest the query."""
+
+    name = "chroma-concept"
+    stream = "concept"
+
+    def _retrieve(self, store: VaultStore, config: Any, query_text: str, filters: RetrievalFilters, k: int,
+                  ctx: Any) -> Retrieval:
+        col = store.vault
+        name = store.settings.collection
+        floor = self._floor(store, filters)
+        applied = self._applied(store, filters, floor, k)
+        excluded = self._excluded(name, col, filters, query_text, applied)
+        if excluded:
+            return excluded
+        vector = embed_query(query_text, ctx)
+        where = build_where(filters)
+        n = k * store.settings.oversample
+        candidates = query(col, vector, n, where)
+        matches = [c for c in candidates if c.score >= floor]
+        ranked = rank(matches, k=k, approved_weight=config.retrieval.approved_weight,
+                      max_chars=store.settings.max_chars, collection=name, stream=self.stream)
+        out = Retrieval(stream=self.stream, query=query_text, chunks=ranked.chunks, retriever=self.name)
+        if not ranked.chunks:
+            unfiltered = candidates if where is None else query(col, vector, n, None)
+            out.empty_diagnosis = diagnose(
+                scope_total=col.count(), candidates=candidates, matches=matches, unfiltered=unfiltered,
+                floor=floor, filtered=where is not None, dropped_by_budget=ranked.dropped_by_budget,
+                applied=applied, scope=f"collection {name!r}")
+        return out
+
+
+class ConversationRetriever(_ChromaRetriever):
+    """Earlier exchanges of the same conversation (indexed after each turn)."""
+
+    name = "chroma-conversation"
+    stream = "conversation"
+
+    def _retrieve(self, store: VaultStore, config: Any, query_text: str, filters: RetrievalFilters, k: int,
+                  ctx: Any) -> Retrieval:
+        col = store.conversations
+        name = store.settings.conversations_collection
+        conversation_id = getattr(ctx, "conversation_id", None) or config.pipeline.conversation_id
+        floor = self._floor(store, filters)
+        applied = self._applied(store, filters, floor, k)
+        applied["conversation_id"] = conversation_id
+        scope = {"conversation_id": conversation_id}
+        excluded = self._excluded(name, col, filters, query_text, applied)
+        if excluded:
+            return excluded
+        vector = embed_query(query_text, ctx)
+        where = build_where(filters, scope)
+        n = k * store.settings.oversample
+        candidates = query(col, vector, n, where)
+        matches = [c for c in candidates if c.score >= floor]
+        ranked = rank(matches, k=k, approved_weight=config.retrieval.approved_weight,
+                      max_chars=store.settings.max_chars, collection=name, stream=self.stream)
+        out = Retrieval(stream=self.stream, query=query_text, chunks=ranked.chunks, retriever=self.name)
+        if not ranked.chunks:
+            filtered = bool(filter_clauses(filters))
+            unfiltered = query(col, vector, n, scope) if filtered else candidates
+            in_scope = len(col.get(where=scope, limit=1, include=[])["ids"])
+            diag = diagnose(
+                scope_total=col.count() if in_scope else 0, candidates=candidates, matches=matches,
+                unfiltered=unfiltered, floor=floor, filtered=filtered,
+                dropped_by_budget=ranked.dropped_by_budget, applied=applied,
+                scope=f"collection {name!r} for conversation {conversation_id!r}")
+            if not in_scope:
+                diag.detail = (f"no turn of conversation {conversation_id!r} is indexed "
+                               f"(collection {name!r} holds {col.count()} chunk(s) in all)")
+            out.empty_diagnosis = diag
+        return out
+
+
+class RelationshipRetriever(_ChromaRetriever):
+    """Chunks of the notes linked (``[[wiki links]]``, ``related:``) to the top concept hits;
+    ``provenance.extra["path"]`` is the walk, e.g. ``["a.md", "b.md"]``."""
+
+    name = "chroma-relationship"
+    stream = "relationship"
+
+    def _retrieve(self, store: VaultStore, config: Any, query_text: str, filters: RetrievalFilters, k: int,
+                  ctx: Any) -> Retrieval:
+        col = store.vault
+        name = store.settings.collection
+        settings = store.settings
+        floor = self._floor(store, filters)
+        applied = self._applied(store, filters, floor, k)
+        total = col.count()
+        excluded = self._excluded(name, col, filters, query_text, applied)
+        if excluded:
+            return excluded
+        out = Retrieval(stream=self.stream, query=query_text, retriever=self.name)
+        if total == 0:
+            out.empty_diagnosis = EmptyDiagnosis(empty_reason=EmptyReason.index_empty,
+                                                 filters_applied=applied,
+                                                 detail=f"collection {name!r} holds no chunks")
+            return out
+        vector = embed_query(query_text, ctx)
+        # The walk starts from the notes nearest the query whatever their type; the mode's
+        # filters apply to what the walk returns.
+        hits = query(col, vector, k * settings.oversample, None)
+        seeds: list[str] = []
+        for hit in hits:
+            if hit.score >= floor and hit.source not in seeds:
+                seeds.append(hit.source)
+        seeds = seeds[:settings.seed_notes]
+        if not seeds:
+            out.empty_diagnosis = diagnose(
+                scope_total=total, candidates=[], matches=[], unfiltered=hits, floor=floor,
+                filtered=False, dropped_by_budget=0, applied=applied, scope=f"collection {name!r}")
+            out.empty_diagnosis.detail = "no concept hit to expand from: " + out.empty_diagnosis.detail
+            return out
+        neighbours = store.manifest.neighbours(seeds, settings.hops)
+        applied["seeds"] = [store_note(store, s) for s in seeds]
+        if not neighbours:
+            out.empty_diagnosis = EmptyDiagnosis(
+                empty_reason=EmptyReason.no_match, collection_total_count=total,
+                raw_chunks_returned=len(hits), filters_applied=applied,
+                detail=f"the top concept hits {applied['seeds']} link to no other ingested note")
+            return out
+        by_source = {n.source: n for n in neighbours}
+        scope = {"source": {"$in": sorted(by_source)}}
+        where = build_where(filters, scope)
+        n = max(k * settings.oversample, 2 * len(by_source))
+        candidates = query(col, vector, n, where)
+        extras = {s: {"path": nb.path, "link_kinds": nb.kinds, "hops": nb.hops, "seed": nb.path[0]}
+                  for s, nb in by_source.items()}
+        ranked = rank(candidates, k=k, approved_weight=config.retrieval.approved_weight,
+                      max_chars=settings.max_chars, collection=name, stream=self.stream,
+                      per_source=1, extras=extras)
+        out.chunks = ranked.chunks
+        if not ranked.chunks:
+            filtered = bool(filter_clauses(filters))
+            unfiltered = query(col, vector, n, scope) if filtered else candidates
+            # Neighbour chunks are not held to the floor (the link is the evidence of relevance),
+            # so here every candidate counts as a match.
+            out.empty_diagnosis = diagnose(
+                scope_total=total, candidates=candidates, matches=candidates,
+                unfiltered=unfiltered, floor=-1.0, filtered=filtered,
+                dropped_by_budget=ranked.dropped_by_budget, applied=applied,
+                scope=f"the notes linked to {applied['seeds']}")
+        return out
+
+
+def store_note(store: VaultStore, source: str) -> str:
+    record = store.manifest.get(source)
+    return record.note if record else source
+
+
+RETRIEVERS = (ConceptRetriever, ConversationRetriever, RelationshipRetriever)

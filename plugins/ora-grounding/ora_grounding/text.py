@@ -1,0 +1,119 @@
+"""Plain-Python text handling for grounding: sentences, claims, content words.
+
+No heavy imports here: the specifics detector and ``ora plugins list`` use this module
+without loading a model.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+STOPWORDS: frozenset[str] = frozenset(["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "can't", "cannot", "could", "couldn't", "did", "didn't", "do", "does", "doesn't", "doing", "don't", "down", "during", "each", "even", "ever", "every", "few", "for", "from", "further", "get", "gets", "got", "had", "hadn't", "has", "hasn't", "have", "haven't", "having", "he", "he'd", "he'll", "he's", "her", "here", "here's", "hers", "herself", "him", "himself", "his", "how", "how's", "however", "i", "i'd", "i'll", "i'm", "i've", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "just", "let's", "like", "many", "may", "me", "might", "more", "most", "much", "must", "mustn't", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "one", "only", "or", "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "per", "quite", "rather", "really", "same", "shall", "shan't", "she", "she'd", "she'll", "she's", "should", "shouldn't", "so", "some", "such", "than", "that", "that's", "the", "their", "theirs", "them", "themselves", "then", "there", "there's", "these", "they", "they'd", "they'll", "they're", "they've", "this", "those", "though", "through", "thus", "to", "too", "under", "until", "up", "upon", "us", "very", "was", "wasn't", "we", "we'd", "we'll", "we're", "we've", "were", "weren't", "what", "what's", "when", "when's", "where", "where's", "whether", "which", "while", "who", "who's", "whom", "whose", "why", "why's", "will", "with", "within", "without", "won't", "would", "wouldn't", "yes", "yeah", "yet", "you", "you'd", "you'll", "you're", "you've", "your", "yours", "yourself", "yourselves", "oh", "ok", "okay", "well", "um", "uh", "hmm", "lol", "actually", "also", "its", "s", "t", "d", "ll", "m", "re", "ve"])
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Za-z0-9])")
+_BLOCK_START = re.compile(r"^\s*(?:[-*•]\s|\d+[.)]\s|>\s?)")
+_HEADING = re.compile(r"^\s*#{1,6}\s+")
+_ABBREVIATIONS = re.compile(
+    r"\b(?:mr|mrs|ms|dr|prof|sr|jr|st|mt|vs|etc|inc|ltd|co|corp|no|vol|fig|approx|e\.g|i\.e|u\.s|"
+    r"jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.$",
+    re.IGNORECASE,
+)
+_INITIAL = re.compile(r"(?:^|\s)[A-Z]\.$")
+
+
+def words(text: str) -> list[str]:
+    """Lower-cased word tokens (letters/digits, inner apostrophes and hyphens kept)."""
+    return [w.lower().replace("’", "'").strip("'-") for w in _WORD.findall(text)]
+
+
+def stem(word: str) -> str:
+    """A deliberately light suffix stripper: enough to match plural/tense variants."""
+    w = word.lower()
+    if len(w) <= 3 or w.isdigit():
+        return w
+    for suffix, keep in (("'s", 0), ("ies", 1), ("ing", 0), ("edly", 0), ("ed", 0), ("ly", 0),
+                         ("es", 0), ("s", 0)):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            base = w[: len(w) - len(suffix)]
+            if suffix == "ies":
+                return base + "y"
+            if suffix == "s" and base.endswith("s"):
+                return w  # "glass", "class"
+            return base
+    return w
+
+
+def content_words(text: str) -> list[str]:
+    """Words that carry content: not stopwords, not single letters."""
+    return [w for w in words(text) if (w not in STOPWORDS and len(w) > 1) or w.isdigit()]
+
+
+def content_stems(text: str) -> list[str]:
+    return [stem(w) for w in content_words(text)]
+
+
+def vocabulary(texts: Iterable[str]) -> set[str]:
+    """Every content word and its stem, over several texts."""
+    vocab: set[str] = set()
+    for text in texts:
+        for w in content_words(text):
+            vocab.add(w)
+            vocab.add(stem(w))
+    return vocab
+
+
+def _blocks(text: str) -> list[str]:
+    """Paragraphs, with every heading, list item and quote line starting a block of its own."""
+    blocks: list[list[str]] = [[]]
+    for line in text.replace("\r\n", "\n").split("\n"):
+        if not line.strip():
+            blocks.append([])
+            continue
+        if _HEADING.match(line):
+            blocks.extend([[_HEADING.sub("", line).strip()], []])
+            continue
+        if _BLOCK_START.match(line):
+            blocks.append([])
+            line = _BLOCK_START.sub("", line, count=1)
+        blocks[-1].append(line.strip())
+    return [" ".join(b) for b in blocks if b]
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences of prose, markdown lists and headings; never splits after an abbreviation."""
+    out: list[str] = []
+    for block in _blocks(text):
+        start = 0
+        for match in _SENTENCE_END.finditer(block):
+            tail = block[start:match.start()].rstrip()
+            if _ABBREVIATIONS.search(tail) or _INITIAL.search(tail):
+                continue
+            out.append(block[start:match.start()])
+            start = match.end()
+        out.append(block[start:])
+    return [cleaned for piece in out if (cleaned := re.sub(r"\s+", " ", piece).strip())]
+
+
+#: Sentences that carry no claim (conversational fillers, headings, hedges without content).
+_FILLER = re.compile(
+    r"^(?:yes|no|yeah|yep|nope|sure|ok(?:ay)?|oh|wow|well|hmm|indeed|right|true|really|cool|"
+    r"great|nice|thanks?(?: you)?|i (?:see|agree|know|think so)|me too|that'?s (?:true|right|"
+    r"interesting|cool|great|nice))\b[\s,.!?]*$",
+    re.IGNORECASE,
+)
+
+
+def is_claim(sentence: str) -> bool:
+    """Does the sentence assert something checkable (at least two content words, not filler)?"""
+    if _FILLER.match(sentence.strip()):
+        return False
+    if sentence.rstrip().endswith("?"):
+        return False
+    return len(content_words(sentence)) >= 1
+
+
+def split_claims(text: str) -> list[str]:
+    """The checkable claims of an output, one per sentence."""
+    return [s for s in split_sentences(text) if is_claim(s)]

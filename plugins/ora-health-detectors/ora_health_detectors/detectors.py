@@ -1,0 +1,218 @@
+"""The four unhealthy-output detectors (layer ``model_output``, kind ``unhealthy``).
+
+Each returns ``Signal``s named for what it found; ``strong`` means "regenerate", ``weak`` means
+"worth recording". Matching is compiled, word-bounded, and never looks inside fenced code or
+``>`` quotations, so an analysis that *quotes* a refusal or documents a tool-call format is not
+itself unhealthy. An honest gap (``I cannot verify ...``, ``## COVERAGE GAP``) is the authorised
+alternative to confabulation, never a refusal or a stub.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ora_core.models import Signal
+
+from .common import (
+    ASSUMES,
+    AUTHORISED_BLOCK,
+    DEFAULT_MIN_WORDS,
+    KIND,
+    LAYER,
+    MIN_WORDS_KEY,
+    ctx_data,
+    mask_quoted,
+    plugin_settings,
+    sentences,
+    word_count,
+)
+
+
+class _Base:
+    kind = KIND
+    layer = LAYER
+    assumes = ASSUMES
+    name = ""
+
+    def _signal(self, name: str, match_text: str, start: int | None, end: int | None,
+                strength: str = "strong", **data: Any) -> Signal:
+        return Signal(detector=self.name, kind=self.kind, name=name, strength=strength,  # type: ignore[arg-type]
+                      matched=match_text[:200], start=start, end=end, data=data)
+
+
+# --- refusal ------------------------------------------------------------------------------------
+
+_CANT = r"(?:can(?:no|')?t|cannot|won'?t|will not|am unable to|'m unable to|am not able to|'m not able to|" \
+        r"must decline to|am not going to|'m not going to|am not comfortable|'m not comfortable)"
+_REFUSAL = re.compile(
+    rf"\bI(?:'m| am) (?:sorry|afraid),? (?:but )?I {_CANT}"
+    rf"|\bI {_CANT} (?:help|assist|comply|provide|do that|do this|fulfil+|complete|answer|engage|"
+    rf"write|create|generate|continue|support|participate|produce|carry out|perform)\b"
+    rf"|\bas an AI(?: language model| assistant)?,? I (?:can(?:no|')?t|cannot|don'?t|do not|am unable|"
+    rf"won'?t)\b"
+    rf"|\bI must (?:respectfully )?decline\b"
+    rf"|\b(?:this|that|your) request (?:violates|goes against|is against|is not something I)\b"
+    rf"|\bI(?:'m| am) not (?:allowed|permitted) to\b",
+    re.IGNORECASE,
+)
+#: Words that make "I can't provide X" an honest gap about the evidence, not a refusal.
+_GAP_WORDS = re.compile(
+    r"\b(?:verify|verified|confirm|evidence|package|source|sources|data|information|record|records|"
+    r"access to|context|retriev\w*|document\w*|figure|know|knowledge|details on|gap)\b",
+    re.IGNORECASE,
+)
+
+
+class RefusalDetector(_Base):
+    """The model declined the task ("I'm sorry, but I can't help with that")."""
+
+    name = "refusal"
+
+    def detect(self, text: str, ctx: Any) -> list[Signal]:
+        masked, _ = mask_quoted(text)
+        total = word_count(masked)
+        found: list[Signal] = []
+        for start, end, sentence in sentences(masked):
+            match = _REFUSAL.search(sentence)
+            if not match or _GAP_WORDS.search(sentence):
+                continue
+            early = start < 300 or total < 80
+            found.append(self._signal("refusal", sentence, start, end,
+                                      "strong" if early else "weak", words=total))
+        return found[:1] if found and found[0].strength == "strong" else found
+
+
+# --- clarification loop ---------------------------------------------------------------------------
+
+_ASKS_USER = re.compile(
+    r"\b(?:could|can|would|will) you (?:please )?(?:clarify|specify|provide|tell|share|elaborate|"
+    r"confirm|explain|let me know|give)\b"
+    r"|\bplease (?:clarify|specify|provide|confirm|let me know|tell me|elaborate)\b"
+    r"|\bwhat (?:exactly )?do you mean\b|\bwhat are you (?:trying|looking|hoping|referring)\b"
+    r"|\b(?:which|what) (?:\w+ ){0,3}(?:are|were|did) you (?:referring|thinking|looking|asking|mean)"
+    r"|\bdo you (?:want|mean|prefer|need)\b|\bwould you (?:like|prefer)\b|\bare you (?:asking|referring|"
+    r"looking|trying)\b"
+    r"|\bbefore I (?:proceed|begin|start|answer|continue|can)\b"
+    r"|\bI need (?:more|additional|some) (?:information|details|context) (?:from you|before|about what)\b"
+    r"|\bcan you (?:say|be) more specific\b",
+    re.IGNORECASE,
+)
+
+
+class ClarificationLoopDetector(_Base):
+    """The model asked the user a question instead of doing the task.
+
+    Fires when clarifying questions addressed to the user make up the reply: the rest of it
+    carries fewer than ``body_words`` words (default 60). A long analysis that ends with "Would
+    you like me to expand on any point?" has done its task and does not fire.
+    """
+
+    name = "clarification-loop"
+
+    def detect(self, text: str, ctx: Any) -> list[Signal]:
+        masked, _ = mask_quoted(text)
+        body_limit = int(plugin_settings(ctx).get("clarification_body_words", 60))
+        asks: list[tuple[int, int, str]] = []
+        body_words = 0
+        for start, end, sentence in sentences(masked):
+            is_question = sentence.endswith("?")
+            if _ASKS_USER.search(sentence) and (is_question or re.search(r"\bplease\b|\bbefore I\b|\bI need\b",
+                                                                          sentence, re.IGNORECASE)):
+                asks.append((start, end, sentence))
+            elif not is_question:
+                body_words += word_count(sentence)
+        if not asks or body_words >= body_limit:
+            return []
+        start, end, first = asks[0]
+        strength = "strong" if body_words < body_limit // 2 else "weak"
+        return [self._signal("clarification-loop", first, start, end, strength,
+                             questions=[a[2] for a in asks], body_words=body_words)]
+
+
+# --- brief stub ---------------------------------------------------------------------------------------
+
+_PLACEHOLDER = re.compile(
+    r"\bTODO\b|\bTBD\b|\bFIXME\b|\[(?:insert|placeholder|your|add|fill)[^\]\n]{0,60}\]"
+    r"|<(?:insert|placeholder|fill)[^>\n]{0,60}>|\{\{[^}\n]{0,60}\}\}|\blorem ipsum\b"
+    r"|\((?:to be (?:completed|continued|written|added)|details to follow)\)"
+    r"|\b(?:analysis|content|details|text) (?:goes|will go) here\b",
+    re.IGNORECASE,
+)
+
+
+class BriefStubDetector(_Base):
+    """The reply is too short for the step, or a template left unfilled.
+
+    The minimum is ``ctx.data["expected_min_words"]`` (the step says what it expects), else
+    ``[plugins.health-detectors] min_words``, else 40 words. A ``## COVERAGE GAP`` or
+    ``## SUPPLEMENTAL RAG REQUEST`` reply is an authorised path, not a stub.
+    """
+
+    name = "brief-stub"
+
+    def min_words(self, ctx: Any) -> int:
+        value = ctx_data(ctx).get(MIN_WORDS_KEY, plugin_settings(ctx).get("min_words", DEFAULT_MIN_WORDS))
+        return int(value)
+
+    def detect(self, text: str, ctx: Any) -> list[Signal]:
+        if AUTHORISED_BLOCK.search(text):
+            return []
+        found: list[Signal] = []
+        masked, _ = mask_quoted(text)
+        minimum = self.min_words(ctx)
+        words = word_count(text)
+        if words < minimum:
+            found.append(self._signal("brief-stub", text.strip(), 0, len(text), "strong",
+                                      words=words, min_words=minimum))
+        for match in _PLACEHOLDER.finditer(masked):
+            found.append(self._signal("stub-placeholder", match.group(0), match.start(), match.end(),
+                                      "strong", words=words))
+            break
+        return found
+
+
+# --- leaked tool call -------------------------------------------------------------------------------
+
+_TOOL_MARKUP = re.compile(
+    r"</?tool_call>|</?tool_use>|</?function_calls>|<invoke\s+name=|<function=[\w.-]+>|</?tool_response>"
+    r"|<\|(?:tool_call|tool_calls|python_tag|plugin|recipient|call)\|>|\[TOOL_CALLS\]|\[TOOL_REQUEST\]"
+    r"|<\|(?:im_start|im_end|eot_id|start_header_id|end_header_id)\|>",
+    re.IGNORECASE,
+)
+_TOOL_JSON = re.compile(
+    r"\{\s*\"(?:name|function|tool|tool_name)\"\s*:\s*\"[\w.\-]+\"\s*,\s*"
+    r"\"(?:arguments|parameters|args|input|tool_input)\"\s*:"
+    r"|\"(?:tool_calls|function_call|tool_use)\"\s*:\s*[\[{]"
+    r"|\{\s*\"type\"\s*:\s*\"(?:function|tool_use)\"",
+)
+_REACT = re.compile(r"^\s*Action:\s*[\w.\-]+\s*\n\s*Action Input:", re.MULTILINE)
+
+
+class LeakedToolCallDetector(_Base):
+    """Tool-call syntax (JSON, XML tags, chat-template tokens, ReAct lines) in what should be prose.
+
+    Strong in the prose; weak inside a fenced block, where an answer may legitimately show the
+    format as an example.
+    """
+
+    name = "leaked-tool-call"
+
+    def detect(self, text: str, ctx: Any) -> list[Signal]:
+        _, fenced = mask_quoted(text)
+        line_starts = [0]
+        for line in text.split("\n"):
+            line_starts.append(line_starts[-1] + len(line) + 1)
+
+        def in_fence(offset: int) -> bool:
+            line = next(i for i in range(len(fenced)) if offset < line_starts[i + 1])
+            return fenced[line]
+
+        found: list[Signal] = []
+        for label, pattern in (("tool-markup", _TOOL_MARKUP), ("tool-json", _TOOL_JSON), ("react-action", _REACT)):
+            for match in pattern.finditer(text):
+                fence = in_fence(match.start())
+                found.append(self._signal("leaked-tool-call", match.group(0), match.start(), match.end(),
+                                          "weak" if fence else "strong", syntax=label, in_fence=fence))
+        found.sort(key=lambda s: (s.strength != "strong", s.start or 0))
+        return found

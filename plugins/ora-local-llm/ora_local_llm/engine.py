@@ -1,0 +1,157 @@
+"""The llama.cpp side: one loaded model per process and settings, and blocking generation.
+
+Everything here runs in worker threads (llama.cpp blocks). A model loads once per process and
+per (file, context size, threads ...) key, under a lock, on first use; calls to one ``Llama``
+are serialised by that model's own lock. Generation checks a deadline and a cancel flag at
+every token (through a logits processor that forces end-of-sequence), so a timeout or a
+cancelled caller stops the model instead of leaving it running.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .options import LocalLLMOptions
+
+
+class EngineError(Exception):
+    """llama.cpp failed; ``reason`` is one of ``import``, ``load``, ``context``, ``busy``, ``run``."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        self.reason = reason
+        super().__init__(message)
+
+
+@dataclass
+class LoadedModel:
+    llama: Any
+    path: Path
+    n_ctx: int
+    threads: int
+    load_s: float
+    chat_format: str
+    has_gguf_template: bool
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    calls: int = 0
+
+
+@dataclass
+class Generation:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+    latency_s: float
+    interrupted: str | None = None  # "timeout" | "cancelled" when the guard stopped the model
+    waited_s: float = 0.0  # time spent waiting for the model's lock
+
+
+_MODELS: dict[tuple[Any, ...], LoadedModel] = {}
+_LOAD_LOCK = threading.Lock()
+
+
+def loaded_models() -> list[LoadedModel]:
+    """The models this process has loaded (for checks and benchmarks)."""
+    with _LOAD_LOCK:
+        return list(_MODELS.values())
+
+
+def load_model(path: Path, n_ctx: int, opts: LocalLLMOptions) -> LoadedModel:
+    key = (str(path), n_ctx, opts.threads, opts.batch_threads, opts.n_batch, opts.chat_format)
+    with _LOAD_LOCK:
+        cached = _MODELS.get(key)
+        if cached is not None:
+            return cached
+        try:
+            from llama_cpp import Llama
+        except (ImportError, OSError) as exc:
+            raise EngineError("import", f"llama-cpp-python cannot be imported ({type(exc).__name__}: {exc}); "
+                                        "install it with scripts/install.sh") from exc
+        start = time.perf_counter()
+        try:
+            llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=opts.threads,
+                          n_threads_batch=opts.batch_threads or opts.threads, n_batch=min(opts.n_batch, n_ctx),
+                          chat_format=opts.chat_format, verbose=False)
+        except (ValueError, RuntimeError, OSError) as exc:
+            raise EngineError("load", f"llama.cpp could not load {path}: {exc}") from exc
+        model = LoadedModel(llama=llama, path=path, n_ctx=n_ctx, threads=opts.threads,
+                            load_s=time.perf_counter() - start, chat_format=str(llama.chat_format),
+                            has_gguf_template="tokenizer.chat_template" in llama.metadata)
+        _MODELS[key] = model
+        return model
+
+
+def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_tokens: int, temperature: float,
+             stop: Sequence[str], timeout_s: float, opts: LocalLLMOptions, cancel: threading.Event,
+             on_delta: Callable[[str], None] | None = None) -> Generation:
+    """Run one chat completion, blocking; stream deltas to ``on_delta`` when given."""
+    import numpy as np
+    from llama_cpp import LogitsProcessorList
+
+    started = time.perf_counter()
+    deadline = time.monotonic() + timeout_s
+    if not model.lock.acquire(timeout=timeout_s):
+        raise EngineError("busy", f"the model stayed busy with other calls for the whole timeout ({timeout_s:.1f}s)")
+    waited = time.perf_counter() - started
+    try:
+        llama = model.llama
+        eos = llama.token_eos()
+        state: dict[str, str | None] = {"interrupted": None}
+
+        def guard(input_ids: Any, scores: Any) -> Any:
+            if state["interrupted"] is None:
+                if cancel.is_set():
+                    state["interrupted"] = "cancelled"
+                elif time.monotonic() > deadline:
+                    state["interrupted"] = "timeout"
+            if state["interrupted"] is not None:
+                scores[:] = -np.inf
+                scores[eos] = 0.0
+            return scores
+
+        kwargs: dict[str, Any] = {
+            "messages": list(messages), "max_tokens": max_tokens, "temperature": temperature,
+            "top_p": opts.top_p, "repeat_penalty": opts.repeat_penalty, "stop": list(stop) or None,
+            "logits_processor": LogitsProcessorList([guard]),
+        }
+        if opts.seed is not None:
+            kwargs["seed"] = opts.seed
+        model.calls += 1
+        try:
+            if on_delta is None:
+                out = llama.create_chat_completion(**kwargs)
+                choice = out["choices"][0]
+                text = choice["message"].get("content") or ""
+                usage = out.get("usage") or {}
+                prompt_tokens = int(usage.get("prompt_tokens", 0))
+                completion_tokens = int(usage.get("completion_tokens", 0))
+                finish = choice.get("finish_reason") or ""
+            else:
+                parts: list[str] = []
+                finish = ""
+                for chunk in llama.create_chat_completion(stream=True, **kwargs):
+                    choice = chunk["choices"][0]
+                    delta = (choice.get("delta") or {}).get("content")
+                    if delta:
+                        parts.append(delta)
+                        on_delta(delta)
+                    finish = choice.get("finish_reason") or finish
+                text = "".join(parts)
+                prompt_tokens = 0
+                completion_tokens = len(llama.tokenize(text.encode(), add_bos=False, special=False)) if text else 0
+        except ValueError as exc:
+            if "context window" in str(exc):
+                raise EngineError("context", str(exc)) from exc
+            raise EngineError("run", f"{type(exc).__name__}: {exc}") from exc
+        except RuntimeError as exc:
+            raise EngineError("run", f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        model.lock.release()
+    return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
+                      finish_reason=finish, latency_s=time.perf_counter() - started,
+                      interrupted=state["interrupted"], waited_s=waited)

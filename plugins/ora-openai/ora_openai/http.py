@@ -1,0 +1,93 @@
+"""HTTP outcomes -> typed ``BackendError``s, and what may be retried.
+
+Transient (retried with backoff, counted by the circuit breaker): 5xx, dropped or refused
+connections, and 429 (retried after its ``Retry-After``, but not counted against the
+endpoint's health). Timeouts are transient only when ``retry_on_timeout`` is set. Everything
+else (401/403, other 4xx, malformed bodies, an open circuit) fails at once.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+from ora_core.errors import (
+    BackendAuthError,
+    BackendBadResponse,
+    BackendError,
+    BackendRateLimited,
+    BackendTimeout,
+    BackendUnavailable,
+)
+
+
+class Transient(Exception):
+    """Carries a retryable BackendError through tenacity; unwrapped when retries run out."""
+
+    def __init__(self, error: BackendError) -> None:
+        self.error = error
+        super().__init__(str(error))
+
+
+def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
+    """``Retry-After`` as seconds: delta-seconds or an HTTP date; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=timezone.utc)
+    return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+
+
+def server_message(body: bytes) -> str:
+    """The error message an OpenAI-style (or Anthropic-style) error body carries, else its text."""
+    text = body.decode("utf-8", "replace")
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:300]
+    if isinstance(data, dict):
+        err = data.get("error")
+        if isinstance(err, dict) and err.get("message"):
+            return str(err["message"])[:300]
+        if isinstance(err, str):
+            return err[:300]
+        if data.get("message"):
+            return str(data["message"])[:300]
+    return text[:300]
+
+
+def status_error(status: int, body: bytes, headers: Any, *, provider: str, model: str, endpoint: str,
+                 retry_after_max_s: float) -> tuple[BackendError, bool, str]:
+    """(error, transient, breaker verdict) for a non-2xx response; verdict is failure|release."""
+    message = server_message(body)
+    detail = f"HTTP {status} from {endpoint}: {body.decode('utf-8', 'replace')[:1500]}"
+    kw = {"provider": provider, "model": model, "detail": detail}
+    if status == 429:
+        retry_after = parse_retry_after(headers.get("retry-after"))
+        error = BackendRateLimited(f"rate limited by {endpoint} (HTTP 429"
+                                   + (f", Retry-After {retry_after:g}s" if retry_after is not None else "")
+                                   + f"): {message}", retry_after=retry_after, **kw)
+        transient = retry_after is None or retry_after <= retry_after_max_s
+        return error, transient, "release"
+    if status in (401, 403):
+        error = BackendAuthError(f"{endpoint} refused the credentials (HTTP {status}): {message}", **kw)
+        return error, False, "release"
+    if status == 408:
+        return BackendTimeout(f"{endpoint} timed out the request (HTTP 408): {message}", **kw), True, "failure"
+    if status >= 500:
+        return BackendUnavailable(f"{endpoint} failed (HTTP {status}): {message}", **kw), True, "failure"
+    if status == 404:
+        error = BackendUnavailable(f"{endpoint} has no such route or model (HTTP 404): {message}", **kw)
+        return error, False, "release"
+    return BackendBadResponse(f"{endpoint} rejected the request (HTTP {status}): {message}", **kw), False, "release"

@@ -1,0 +1,175 @@
+"""A real HTTP server on 127.0.0.1 that speaks the OpenAI chat-completions wire format and
+misbehaves on demand.
+
+Each test gets its own prefix: ``base_url = server.url(name)``; ``server.script(name, [...])``
+sets the behaviours its requests meet, one per request, the last one repeating:
+
+    ok | ok:<text>        200 with a completion (streamed as SSE when the body asks for it)
+    429 | 429:<seconds>   rate limited, with Retry-After when given
+    500 | 503 | 401 | 400 an HTTP error with an OpenAI-style error body
+    malformed             200 whose body is not JSON
+    empty                 200 whose message content is ""
+    hang:<seconds>        sleep, then answer ok (a client with a shorter timeout gives up)
+    drop                  close the connection without a response
+    stream-drop           (streaming) two chunks, then the connection closes mid-stream
+    stream-nodone         (streaming) every chunk, a clean close, but no ``data: [DONE]``
+
+Every request is recorded (prefix, path, JSON body, headers, client port, time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+DEFAULT_TEXT = "Paris is the capital of France."
+
+
+@dataclass
+class Seen:
+    prefix: str
+    method: str
+    path: str
+    body: dict[str, Any]
+    headers: dict[str, str]
+    client_port: int
+    at: float = field(default_factory=time.monotonic)
+
+
+class FaultServer:
+    def __init__(self) -> None:
+        self.requests: list[Seen] = []
+        self._scripts: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+        self.models = ["test-model", "SmolLM2-135M-Instruct"]
+        handler = type("Handler", (_Handler,), {"server_state": self})
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> FaultServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def url(self, prefix: str) -> str:
+        return f"http://127.0.0.1:{self.port}/{prefix}"
+
+    def script(self, prefix: str, behaviours: list[str]) -> str:
+        with self._lock:
+            self._scripts[prefix] = list(behaviours)
+        return self.url(prefix)
+
+    def next_behaviour(self, prefix: str) -> str:
+        with self._lock:
+            script = self._scripts.get(prefix) or ["ok"]
+            return script.pop(0) if len(script) > 1 else script[0]
+
+    def seen(self, prefix: str, path_end: str = "/chat/completions") -> list[Seen]:
+        return [r for r in self.requests if r.prefix == prefix and r.path.endswith(path_end)]
+
+
+def completion_body(text: str, model: str) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        "usage": {"prompt_tokens": 11, "completion_tokens": len(text.split()), "total_tokens": 11 + len(text.split())},
+    }
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # keep-alive, so connection reuse is observable
+    server_state: FaultServer
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet
+        return
+
+    def _record(self) -> tuple[str, dict[str, Any]]:
+        length = int(self.headers.get("content-length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else {}
+        except ValueError:
+            body = {"_raw": raw.decode("utf-8", "replace")}
+        prefix = self.path.strip("/").split("/", 1)[0]
+        self.server_state.requests.append(Seen(prefix, self.command, self.path, body, dict(self.headers),
+                                               self.client_address[1]))
+        return prefix, body
+
+    def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
+        data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for k, v in (headers or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the client gave up (hang)
+            self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self._record()
+        if self.path.endswith("/models"):
+            self._send_json(200, {"object": "list", "data": [{"id": m, "object": "model"}
+                                                             for m in self.server_state.models]})
+        else:
+            self._send_json(404, {"error": {"message": "no such route"}})
+
+    def do_POST(self) -> None:
+        prefix, body = self._record()
+        behaviour = self.server_state.next_behaviour(prefix)
+        kind, _, arg = behaviour.partition(":")
+        model = str(body.get("model") or "test-model")
+        if kind == "hang":
+            time.sleep(float(arg or 30))
+            kind, arg = "ok", ""
+        if kind == "drop":
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        if kind.isdigit():
+            status = int(kind)
+            headers = {"Retry-After": arg} if (status == 429 and arg) else {}
+            self._send_json(status, {"error": {"message": f"injected HTTP {status}", "type": "test"}}, headers)
+            return
+        if kind == "malformed":
+            self._send_json(200, b'{"choices": [ {"message": oops')
+            return
+        text = "" if kind == "empty" else (arg or DEFAULT_TEXT)
+        if body.get("stream"):
+            self._stream(text, model, kind)
+            return
+        self._send_json(200, completion_body(text, model))
+
+    def _stream(self, text: str, model: str, kind: str) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        self.close_connection = True
+        words = text.split(" ")
+        pieces = [w if i == 0 else " " + w for i, w in enumerate(words)]
+        for i, piece in enumerate(pieces):
+            if kind == "stream-drop" and i == 2:
+                with contextlib.suppress(OSError):
+                    self.wfile.flush()
+                    self.connection.shutdown(socket.SHUT_RDWR)
+                return
+            chunk = {"id": "c", "object": "chat.completion.chunk", "model": model,
+                     "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.flush()
+        if kind != "stream-nodone":
+            self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
