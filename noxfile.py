@@ -32,6 +32,9 @@ def lint(session: nox.Session) -> None:
 @nox.session(python=False)
 def bench(session: nox.Session) -> None:
     session.run("bash", "scripts/install.sh", external=True)
+    # The `bench` extra: benchmark-only dependencies (LangGraph for benchmarks/cascade.py).
+    session.run(VENV_PY, "-m", "pip", "install", "--disable-pip-version-check", "-q", "--no-build-isolation",
+                "-c", "constraints.txt", "-e", ".[bench]", external=True)
     scripts = session.posargs or sorted(str(p) for p in (ROOT / "benchmarks").glob("*.py"))
     for script in scripts:
         session.run(VENV_PY, script, external=True)

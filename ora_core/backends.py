@@ -49,25 +49,35 @@ def estimate_tokens(messages: Sequence[Message], max_tokens: int = 0) -> int:
 
 
 class TokenBudget:
-    """A sliding one-minute window of tokens spent per backend name (thread-safe)."""
+    """A sliding one-minute window of tokens spent per backend name (thread-safe).
+
+    A running total per backend keeps every call O(1) amortised: summing the window on each
+    call cost O(calls per minute), which a busy endpoint turns into real CPU.
+    """
 
     def __init__(self, window_s: float = TPM_WINDOW_S, clock: Any = time.monotonic) -> None:
         self.window_s = window_s
         self.clock = clock
-        self._spent: dict[str, deque[list[float]]] = {}
+        self._spent: dict[str, deque[list[Any]]] = {}
+        self._totals: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def _prune(self, name: str, now: float) -> deque[list[float]]:
+    def _prune(self, name: str, now: float) -> deque[list[Any]]:
         entries = self._spent.setdefault(name, deque())
+        total = self._totals.get(name, 0.0)
         while entries and now - entries[0][0] >= self.window_s:
-            entries.popleft()
+            gone = entries.popleft()
+            gone[3] = False  # out of the window: a late settle must not touch the total
+            total -= gone[1]
+        self._totals[name] = total if entries else 0.0  # no drift once the window empties
         return entries
 
     def used(self, name: str) -> int:
         with self._lock:
-            return int(sum(e[1] for e in self._prune(name, self.clock())))
+            self._prune(name, self.clock())
+            return int(self._totals[name])
 
-    def try_reserve(self, name: str, tokens: int, limit: int | None) -> tuple[list[float] | None, int]:
+    def try_reserve(self, name: str, tokens: int, limit: int | None) -> tuple[list[Any] | None, int]:
         """Reserve ``tokens`` for ``name`` if that keeps it within ``limit`` per window.
 
         Returns ``(reservation, used_before)``; the reservation is None when over budget.
@@ -75,17 +85,20 @@ class TokenBudget:
         with self._lock:
             now = self.clock()
             entries = self._prune(name, now)
-            used = int(sum(e[1] for e in entries))
+            used = int(self._totals[name])
             if limit is not None and used + tokens > limit:
                 return None, used
-            entry = [now, float(tokens)]
+            entry: list[Any] = [now, float(tokens), name, True]  # at, tokens, backend, in window
             entries.append(entry)
+            self._totals[name] += float(tokens)
             return entry, used
 
-    def settle(self, reservation: list[float] | None, actual: int) -> None:
+    def settle(self, reservation: list[Any] | None, actual: int) -> None:
         """Replace an estimate by what the provider reported (when it reported anything)."""
         if reservation is not None and actual > 0:
             with self._lock:
+                if reservation[3]:
+                    self._totals[reservation[2]] += float(actual) - reservation[1]
                 reservation[1] = float(actual)
 
     def seconds_until_free(self, name: str, tokens: int, limit: int) -> float:
@@ -93,10 +106,10 @@ class TokenBudget:
         with self._lock:
             now = self.clock()
             entries = self._prune(name, now)
-            total = sum(e[1] for e in entries)
+            total = self._totals[name]
             if total + tokens <= limit:
                 return 0.0
-            for at, spent in entries:
+            for at, spent, _name, _live in entries:
                 total -= spent
                 if total + tokens <= limit:
                     return max(0.0, at + self.window_s - now)
@@ -235,8 +248,13 @@ async def _complete(pool: BackendPool, name: str, settings: BackendConfig, messa
 
 
 async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[Message], *,
-                    prompt_key: str, step: str = "", **param_overrides: Any) -> Completion:
-    """Call the backend planned for ``role``, falling back along its chain; record every call."""
+                    prompt_key: str, step: str = "", max_tokens_cap: int | None = None,
+                    **param_overrides: Any) -> Completion:
+    """Call the backend planned for ``role``, falling back along its chain; record every call.
+
+    ``max_tokens_cap`` lowers (never raises) each backend's configured ``max_tokens`` for this
+    call: a step whose reply has a known size (Phase A echoes the prompt) need not pay for more.
+    """
     if not carries_directive(messages):
         raise ValueError(
             f"model call for role {role!r} ({prompt_key}) was built without the universal "
@@ -250,6 +268,8 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
         settings = pool.settings(name)
         following = chain[position + 1] if position + 1 < len(chain) else None
         params = pool.params_for(name, **param_overrides)
+        if max_tokens_cap is not None and max_tokens_cap < params.max_tokens:
+            params = params.model_copy(update={"max_tokens": max(1, max_tokens_cap)})
         estimate = estimate_tokens(messages, params.max_tokens)
         reservation, used = pool.budget.try_reserve(name, estimate, settings.tokens_per_minute)
         if reservation is None:

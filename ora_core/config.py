@@ -147,6 +147,8 @@ class PipelineConfig(_Section):
     judge: Literal["heuristic", "model"] = "heuristic"  # "model": the verifier role judges
     # Streams a Supplemental RAG request is answered from (seed 000 §5.2: the vault).
     supplement_streams: list[str] = Field(default_factory=lambda: ["concept"])
+    # Load retrievers' slow parts (embedding model, Chroma) in the background during Phase A.
+    warmup: bool = True
 
     @model_validator(mode="after")
     def _bands_ordered(self) -> PipelineConfig:

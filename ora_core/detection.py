@@ -16,10 +16,12 @@ from .models import Signal
 
 
 def run_detectors(host: Any, layer: str, text: str, ctx: Any, *, kind: str | None = None,
-                  step: str = "", exclude_kinds: frozenset[str] = frozenset()) -> list[Signal]:
-    """Signals of every usable detector on ``layer`` (optionally of one ``kind``)."""
+                  step: str = "", exclude_kinds: frozenset[str] = frozenset(),
+                  detectors: list[Any] | None = None) -> list[Signal]:
+    """Signals of every usable detector on ``layer`` (optionally of one ``kind``); ``detectors``:
+    that list when the caller already has it (a turn looks it up once per layer and kind)."""
     found: list[Signal] = []
-    for detector in host.detectors(layer=layer, kind=kind):
+    for detector in detectors if detectors is not None else host.detectors(layer=layer, kind=kind):
         if detector.kind in exclude_kinds:
             continue
         try:

@@ -50,8 +50,24 @@ def inject(turn: Any, point: FaultPoint, value: Any = None) -> Any:
         _record(turn, injector, point, effect="raised", error=f"{type(exc).__name__}: {exc}")
         raise
     if result is not value and result != value:
-        _record(turn, injector, point, effect="replaced", before=_preview(value), after=_preview(result))
+        _record(turn, injector, point, effect="replaced", before=_preview(value), after=_preview(result),
+                **_change(value, result))
     return result
+
+
+def _change(before: Any, after: Any) -> dict[str, Any]:
+    """For text, what the injector changed (the previews cut long texts, the change would be lost)."""
+    if not isinstance(before, str) or not isinstance(after, str):
+        return {}
+    head = 0
+    while head < min(len(before), len(after)) and before[head] == after[head]:
+        head += 1
+    tail = 0
+    while (tail < min(len(before), len(after)) - head
+           and before[len(before) - 1 - tail] == after[len(after) - 1 - tail]):
+        tail += 1
+    return {"changed_at": head, "removed": _preview(before[head:len(before) - tail]),
+            "added": _preview(after[head:len(after) - tail])}
 
 
 def _preview(value: Any) -> Any:

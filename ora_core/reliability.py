@@ -7,7 +7,9 @@ Every model step of gears 2-4 runs through ``run_model_step``:
    ``pipeline.max_supplements`` times per step. Every model output goes through the
    ``model_output`` detectors (all of them, third-party ones included).
 2. **Regenerate once on unhealthy output**: a strong signal of kind ``unhealthy`` (refusal,
-   clarification loop, brief stub, leaked tool call) re-runs the call once; unhealthy again is
+   clarification loop, brief stub, leaked tool call from the detectors; ``prompt-echo`` from the
+   kernel itself: the output parrots the retry context or the protocol instructions the layer
+   added to the prompt, see ``prompt_echo``) re-runs the call once; unhealthy again is
    a *degraded* step (``<step>-unhealthy-after-regenerate``) the gear handles (one stream
    degraded, both degraded, consolidation degraded). A backend failure is a degraded step too.
 3. **Probabilistic steps** (every model step) then pass three gates:
@@ -20,7 +22,8 @@ Every model step of gears 2-4 runs through ``run_model_step``:
      leak the system prompt; plus the step's own;
    - *the judge* over the step's judge blocks (verbatim quotations: ``"..."`` of four words or
      more, and ``>`` lines): the offline heuristic scores the share found verbatim in the
-     package the model was sent; ``pipeline.judge = "model"`` asks the ``verifier`` role with
+     package the model was sent (its supplement results included, a retry's negative context
+     excluded); ``pipeline.judge = "model"`` asks the ``verifier`` role with
      golden anchors in the prompt. Below ``pipeline.judge_threshold`` (0.80) is a failure.
    A failure re-invokes the step with negative context ``{attempt, previous_summary,
    failure_reason}``, up to ``pipeline.retries`` (2) more times; then ``StepHalted`` carries the
@@ -354,12 +357,14 @@ async def run_model_step(gc: Any, spec: StepSpec) -> StepOutcome:
                 step.contingency(f"{spec.name}-unhealthy-after-regenerate",
                                  f"still unhealthy after one regeneration: {', '.join(names)}",
                                  severity="degraded", signals=names)
-                outcome.noncompliance = _compliance(step, state, text, result.signals, pipeline)
                 break
-            failure = await _gates(gc, spec, step, attempt, text, confidence, problem, result.sent)
+            # The judge reads what the model was given as evidence: the package and its supplement
+            # results, never the negative context of a retry (a quotation parroted from the
+            # previous attempt's summary is not grounded by being in the retry block).
+            failure = await _gates(gc, spec, step, attempt, text, confidence, problem,
+                                   spec.package + "".join(state.blocks))
             outcome.confidence, outcome.band = attempt.confidence, attempt.band
             outcome.judge_score = attempt.judge.score if attempt.judge else None
-            outcome.noncompliance = _compliance(step, state, text, result.signals, pipeline)
             if failure is None:
                 if attempt.band in ("review", "unreported"):
                     outcome.status = "flagged"
@@ -379,6 +384,10 @@ async def run_model_step(gc: Any, spec: StepSpec) -> StepOutcome:
             step.contingency(f"{spec.name}-halted-retries-exhausted",
                              f"{number} attempt(s) failed; last: {failure}", severity="error",
                              attempts=number)
+        if not outcome.backend_failed:  # the last attempt's output, assessed once
+            outcome.noncompliance = _compliance(gc, spec, step, state, outcome.text, result.signals)
+        if spec.supplements:
+            supplement.note_step(turn, spec.name, state.records)
         if spec.postprocess is not None and halted is None and outcome.text.strip() and not outcome.backend_failed:
             outcome.text = spec.postprocess(outcome.text, step)
         step.health.attempts = len(outcome.attempts)
@@ -469,12 +478,27 @@ async def judge(gc: Any, spec: StepSpec, text: str, sent: str) -> JudgeResult:
                        detail=summary(completion.text, 600))
 
 
-def _compliance(step: Any, state: _StepState, text: str, signals: list[Signal], pipeline: Any) -> dict[str, int]:
-    found = supplement.assess_compliance(state.records, text, signals, pipeline.max_supplements)
+#: Purposes whose output states claims of its own (an evaluator quotes what it attacks, a
+#: verifier what it grades): the kernel's lexical specifics check runs on these.
+CLAIMING_PURPOSES = frozenset({"analyst", "reviser", "consolidator"})
+
+
+def _compliance(gc: Any, spec: StepSpec, step: Any, state: _StepState, text: str,
+                signals: list[Signal]) -> dict[str, int]:
+    missing: list[str] = []
+    if spec.supplements and spec.purpose in CLAIMING_PURPOSES:
+        evidence = gc.evidence()
+        source = "\n".join([gc.turn.prompt, evidence.prompt, *(c.text for c in evidence.chunks)])
+        missing = supplement.missing_specifics(text, source)
+    found = supplement.assess_compliance(state.records, text, signals, gc.runtime.config.pipeline.max_supplements,
+                                         missing)
     for name, count in found.items():
         severity = "info" if name == "unneeded-request" else "warning"
         step.contingency(f"{step.name}-{name}", f"supplement protocol non-compliance: {name} (x{count})",
-                         severity=severity, pattern=name, count=count)
+                         severity=severity, pattern=name, count=count,
+                         unsupported_specifics=missing[:10] if name.endswith("confabulator") else [])
+    if missing:
+        step.output["unsupported_specifics"] = missing
     return found
 
 
@@ -514,7 +538,9 @@ async def _call(gc: Any, spec: StepSpec, state: _StepState, package: str, attemp
             if pending is not None:
                 supplement.finish(turn, pending, None, False)
             raise
-        signals = _detect(gc, spec, text)
+        # what the model was given, minus a retry's negative context: text found there is not an echo
+        given = spec.package + "".join(state.blocks)
+        signals = _detect(gc, spec, text, given)
         request, notes = supplement.parse_request(text, sent=package) if spec.supplements else (None, [])
         if pending is not None:
             supplement.finish(turn, pending, text, request is not None)
@@ -528,14 +554,18 @@ async def _call(gc: Any, spec: StepSpec, state: _StepState, package: str, attemp
                              f"a request after the cap of {cap} was not run: {request.gap[:160]}",
                              severity="warning", query=request.query)
             rest = supplement.strip_request(text)
-            return _CallResult(text=rest, signals=_detect(gc, spec, rest) if rest != text else signals,
+            return _CallResult(text=rest, signals=_detect(gc, spec, rest, given) if rest != text else signals,
                                calls=calls, sent=user, completion=completion)
         state.used += 1
         if request.malformed:
             turn.contingency(f"{spec.name}-supplement-request-malformed", spec.name,
                              f"request lacks {', '.join(request.malformed)}; ran with what it had",
                              severity="info")
-        record, retrievals, block = await supplement.fetch(gc.runtime, turn, spec.name, request, state.used, user)
+        # "Did the package already hold these terms?" is asked of the evidence the model had (the
+        # step's package and what earlier supplements fetched), not of the protocol's own blocks
+        # (a repeated request would find its own query terms in them).
+        had = spec.package + "".join("\n" + c.text for r in state.retrievals for c in r.chunks)
+        record, retrievals, block = await supplement.fetch(gc.runtime, turn, spec.name, request, state.used, had)
         state.records.append(record)
         state.retrievals.extend(retrievals)
         gc.add_supplements(retrievals)
@@ -556,18 +586,74 @@ async def _model_call(gc: Any, spec: StepSpec, messages: list[Any], attempt: int
     return text, completion
 
 
-def _detect(gc: Any, spec: StepSpec, text: str) -> list[Signal]:
-    """Every detector of the step's layer over one output (the step's expected length set)."""
+def _detect(gc: Any, spec: StepSpec, text: str, sent: str = "") -> list[Signal]:
+    """Every detector of the step's layer over one output (the step's expected length set), and,
+    on ``model_output``, the kernel's prompt-echo check against what the model was ``sent``."""
     data = gc.turn.data
     data["expected_min_words"] = spec.min_words if spec.min_words is not None else 40
     data["evidence"] = gc.evidence()
     if spec.quoted:
         data["verifier_quoted"] = spec.quoted
     try:
-        return gc.turn.detect(spec.layer, text, step=spec.name)
+        signals = gc.turn.detect(spec.layer, text, step=spec.name)
     finally:
         data.pop("expected_min_words", None)
         data.pop("verifier_quoted", None)
+    if spec.layer == "model_output":
+        echo = prompt_echo(text, sent, gc.runtime.config.pipeline.max_supplements)
+        if echo is not None:
+            gc.turn.signals.append(echo)
+            gc.turn.emit("detection", step=spec.name, layer=spec.layer, text_chars=len(text),
+                         signals=[echo.model_dump(mode="json")])
+            signals = [*signals, echo]
+    return signals
+
+
+# --- prompt echo ------------------------------------------------------------------------------------
+
+#: Fixed phrases of the retry block (``RetryContext.block``): the negative context goes in the
+#: prompt and must never come back in an answer.
+RETRY_PHRASES = ("retry context negative feedback", "your previous attempt failed",
+                 "previous attempt summary", "do not repeat that failure")
+ECHO_SHINGLE = 8
+
+
+def _shingles(words: list[str], n: int = ECHO_SHINGLE) -> set[str]:
+    return {" ".join(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+_CONTROL: dict[int, frozenset[str]] = {}
+
+
+def _control_shingles(cap: int) -> frozenset[str]:
+    """Eight-word runs of the instructions the reliability layer adds to a step's prompt."""
+    if cap not in _CONTROL:
+        texts = [CONFIDENCE_INSTRUCTION, QUOTE_INSTRUCTION, supplement.protocol_text(cap),
+                 supplement.coverage_gap_text(cap)]
+        _CONTROL[cap] = frozenset().union(*(_shingles(_WORDS.findall(t.lower())) for t in texts))
+    return _CONTROL[cap]
+
+
+def prompt_echo(text: str, sent: str, cap: int) -> Signal | None:
+    """An ``unhealthy`` signal ``prompt-echo`` when ``text`` parrots the orchestrator's own
+    instructions: a fixed phrase of the retry block (negative context), or an eight-word run of
+    the confidence, quotation or Supplemental RAG instructions. ``sent`` is the package the model
+    was given *without* the retry block; a phrase or run found there (a vault note quoting the
+    protocol, an analysis under review) is material, not an echo."""
+    norm = " " + " ".join(_WORDS.findall(text.lower())) + " "
+    words = norm.split()
+    hits = [p for p in RETRY_PHRASES if f" {p} " in norm]
+    hits += sorted(_shingles(words) & _control_shingles(cap)) if len(words) >= ECHO_SHINGLE else []
+    if not hits:
+        return None
+    package = " " + " ".join(_WORDS.findall(sent.lower())) + " "
+    echoed = [h for h in hits if f" {h} " not in package][:5]
+    if not echoed:
+        return None
+    return Signal(detector="reliability", kind="unhealthy", name="prompt-echo", strength="strong",
+                  matched=echoed[0], data={"echoed": echoed,
+                                           "why": "the output repeats instructions the orchestrator added to "
+                                                  "its prompt (retry context or protocol text)"})
 
 
 # --- deterministic steps ----------------------------------------------------------------------------

@@ -14,12 +14,20 @@ A request block is read only from the model's own text: blocks inside fenced cod
 quotations, and blocks whose gap and query lines were already in the package the model was
 sent (a retrieved chunk or an analysed text quoting a request), are not requests.
 
-``assess_compliance`` names the three non-compliance patterns of §5.3 for one step.
+``assess_compliance`` names the per-step non-compliance patterns of §5.3 (the confident
+confabulator, the cap-forced confabulator, and unneeded requests); ``assess_turn`` names the
+turn-level one (the always-requester), from what ``note_step`` recorded of every step that
+carried the protocol. "Specific claims the package did not supply" are the signals of any
+evidence-checking ``model_output`` detector (kinds ``UNSUPPORTED_SPECIFICS_KINDS``) *and* the
+kernel's own lexical check ``missing_specifics`` (years, day-month dates, percentages, decimals,
+large or currency figures, and verbatim quotations absent from the evidence), so the patterns
+are detected even when no such detector is installed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from typing import Any
 
@@ -271,10 +279,13 @@ def unsupported_specifics(signals: list[Signal]) -> list[Signal]:
 
 
 def assess_compliance(records: list[SupplementRecord], final_text: str, signals: list[Signal],
-                      cap: int) -> dict[str, int]:
-    """Seed 000 §5.3's patterns for one step: counts by pattern name (absent when zero)."""
+                      cap: int, missing: list[str] | tuple[str, ...] = ()) -> dict[str, int]:
+    """Seed 000 §5.3's patterns for one step: counts by pattern name (absent when zero).
+
+    ``missing``: the specifics of ``final_text`` the kernel's lexical check did not find in the
+    evidence (``missing_specifics``), counted beside the detectors' signals."""
     found: dict[str, int] = {}
-    specifics = unsupported_specifics(signals)
+    specifics = bool(unsupported_specifics(signals)) or bool(missing)
     if not records and specifics:
         found["confident-confabulator"] = 1
     if records and len(records) >= cap and specifics and not has_coverage_gap(final_text):
@@ -283,3 +294,92 @@ def assess_compliance(records: list[SupplementRecord], final_text: str, signals:
     if unneeded:
         found["unneeded-request"] = unneeded
     return found
+
+
+# --- the kernel's own specifics check ----------------------------------------------------------------
+
+_MONTHS = ("january|february|march|april|may|june|july|august|september|october|november|december|"
+           "jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec")
+_SPECIFIC = re.compile(
+    rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:{_MONTHS})\b\.?(?:\s+\d{{4}})?"  # 14 March (2019)
+    rf"|\b(?:{_MONTHS})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?\b(?:,?\s+\d{{4}})?"  # March 14(, 2019)
+    r"|[$€£]\s?\d[\d,]*(?:\.\d+)?"  # currency
+    r"|\b\d+(?:\.\d+)?\s?(?:%|per\s?cent\b)"  # percentages
+    r"|\b\d{1,3}(?:,\d{3})+(?:\.\d+)?\b"  # 12,500
+    r"|\b\d+\.\d+\b"  # decimals
+    r"|\b(?:1[5-9]|20)\d\d\b",  # years
+    re.IGNORECASE)
+_QUOTE = re.compile(r"\"([^\"\n]{8,400})\"|“([^”\n]{8,400})”")
+
+
+@functools.lru_cache(maxsize=16)
+def _evidence_index(evidence: str) -> tuple[str, frozenset[str], frozenset[str]]:
+    """The evidence normalised (`` word word ``), its words, its numbers: every claiming step of
+    a turn checks against the same evidence, indexed once."""
+    norm = _norm(evidence)
+    return (" " + norm + " ", frozenset(norm.split()),
+            frozenset(re.findall(r"\d+(?:\.\d+)?", evidence.replace(",", ""))))
+
+
+def missing_specifics(text: str, evidence: str) -> list[str]:
+    """Specifics ``text`` states that ``evidence`` does not hold: years, day-month dates,
+    percentages, decimals, large or currency figures, and quotations of four words or more.
+    Lines quoted with ``>`` count too (a quotation is a claim about the source). Deterministic
+    and lexical: a figure counts as present when its digits (and, for a date, its month)
+    appear in the evidence."""
+    have, vocabulary, digits = _evidence_index(evidence)
+    missing: list[str] = []
+    for match in _SPECIFIC.finditer(text):
+        spec = match.group(0).strip()
+        numbers = re.findall(r"\d+(?:\.\d+)?", spec.replace(",", ""))
+        words = [w for w in _WORD.findall(spec.lower()) if not w.isdigit() and w not in ("st", "nd", "rd", "th")]
+        if not all(n in digits for n in numbers) or not all(w in vocabulary for w in words
+                                                             if w not in ("per", "cent")):
+            missing.append(spec)
+    for match in _QUOTE.finditer(text):
+        body = (match.group(1) or match.group(2)).strip()
+        if len(_WORD.findall(body.lower())) >= 4 and f" {_norm(body)} " not in have:
+            missing.append(body)
+    return list(dict.fromkeys(missing))
+
+
+# --- the turn-level pattern: the always-requester -----------------------------------------------------
+
+TURN_KEY = "supplement_steps"
+#: The always-requester: at least this many protocol steps ran, and at least this share of them
+#: asked for a supplement.
+ALWAYS_REQUESTER_MIN_STEPS = 2
+ALWAYS_REQUESTER_RATE = 0.8
+
+
+class StepRequests(BaseModel):
+    """What one step that carried the protocol did with it (kept on the turn for ``assess_turn``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    step: str
+    requests: int
+    unneeded: int = 0
+
+
+def note_step(turn: Any, step: str, records: list[SupplementRecord]) -> None:
+    """Record that ``step`` carried the protocol, and how many requests it made."""
+    data = getattr(turn, "data", None)
+    if isinstance(data, dict):
+        data.setdefault(TURN_KEY, []).append(StepRequests(
+            step=step, requests=len(records), unneeded=sum(1 for r in records if r.package_had_terms)))
+
+
+def assess_turn(turn: Any) -> dict[str, Any] | None:
+    """The always-requester (seed 000 §5.3): a request on (nearly) every step of the turn, the
+    package adequate or not. ``None`` when the pattern is absent; else its counts."""
+    steps: list[StepRequests] = (getattr(turn, "data", None) or {}).get(TURN_KEY, [])
+    if len(steps) < ALWAYS_REQUESTER_MIN_STEPS:
+        return None
+    asking = [s for s in steps if s.requests]
+    rate = len(asking) / len(steps)
+    if rate < ALWAYS_REQUESTER_RATE:
+        return None
+    return {"steps": len(steps), "requesting_steps": len(asking), "rate": round(rate, 3),
+            "requests": sum(s.requests for s in steps), "unneeded": sum(s.unneeded for s in steps),
+            "step_names": [s.step for s in asking]}

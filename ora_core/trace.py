@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import IO, Any
+from typing import IO, Any, get_args
 
 from .models import (
     Contingency,
@@ -29,6 +29,7 @@ from .models import (
 )
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
+_EVENT_KINDS = frozenset(get_args(EventKind))
 
 
 def sanitize_id(raw: str, default: str = "default") -> str:
@@ -91,6 +92,7 @@ class TurnContext:
         self.signals: list[Signal] = []
         self.trace_paths: list[str] = []
         self.data: dict[str, Any] = {}  # scratch space shared by the steps of this turn
+        self._detectors: dict[tuple[str, str | None], list[Any]] = {}
 
     # --- sinks ------------------------------------------------------------------------------
 
@@ -138,10 +140,19 @@ class TurnContext:
 
     def emit(self, kind: EventKind, *, step: str = "", step_index: int | None = None,
              **data: Any) -> TraceEvent:
+        # The event is built from checked parts without a pydantic validation pass (the
+        # per-event cost on the model-call path); anything unusual takes the validating path
+        # and fails there as it always did.
+        fast = kind in _EVENT_KINDS and type(step) is str and (step_index is None or type(step_index) is int)
         with self._emit_lock:
             self._seq += 1
-            event = TraceEvent(kind=kind, turn_id=self.turn_id, conversation_id=self.conversation_id,
-                               seq=self._seq, step=step, step_index=step_index, data=data)
+            if fast:
+                event = TraceEvent.model_construct(
+                    kind=kind, turn_id=self.turn_id, conversation_id=self.conversation_id, seq=self._seq,
+                    at=datetime.now(timezone.utc), step=step, step_index=step_index, data=data)
+            else:
+                event = TraceEvent(kind=kind, turn_id=self.turn_id, conversation_id=self.conversation_id,
+                                   seq=self._seq, step=step, step_index=step_index, data=data)
             self._to_sinks("handle", event)
         return event
 
@@ -181,8 +192,11 @@ class TurnContext:
             return []
         from .detection import run_detectors
 
+        key = (layer, kind)
+        if key not in self._detectors:  # the registry does not change during a turn
+            self._detectors[key] = self.host.detectors(layer=layer, kind=kind)
         found = run_detectors(self.host, layer, text, self, kind=kind, step=step,
-                              exclude_kinds=exclude_kinds)
+                              exclude_kinds=exclude_kinds, detectors=self._detectors[key])
         self.signals.extend(found)
         return found
 

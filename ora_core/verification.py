@@ -28,7 +28,7 @@ import re
 import traceback
 from typing import Any, Literal
 
-from . import faults
+from . import faults, supplement
 from .errors import BackendError, PluginError
 from .models import FaultPoint, Signal, Verdict, VerdictStatus
 
@@ -202,12 +202,15 @@ async def _model_verdict(gc: Any, step: str, which: Which, subject: str, criteri
     spec = StepSpec(name=step, role=which, purpose="verifier", prompt_key=f"verify.{which}",
                     task=VERIFIER_TASK + "\n\n" + VERDICT_CONTRACT, package=package, stream=point.stream,
                     layer="verifier_output", quoted=quoted)
+    state = _StepState()
     try:
-        result = await _call(gc, spec, _StepState(), package, 1)
+        result = await _call(gc, spec, state, package, 1)
     except BackendError as exc:
+        supplement.note_step(gc.turn, step, state.records)
         gc.turn.contingency(f"{step}-verifier-backend-{exc.kind}", step, str(exc), severity="degraded",
                             error=exc.describe())
         return _broken("model", [f"the verifier's backend failed: {exc}"], error=exc.describe())
+    supplement.note_step(gc.turn, step, state.records)
     raw = faults.inject(gc.turn, point.model_copy(update={"site": "verifier_output"}), result.text)
     signals = result.signals if raw == result.text else _detect_raw(gc, step, raw, quoted)
     verdict = verdict_from_raw(gc, "model", raw, signals, quoted)

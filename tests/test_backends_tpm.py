@@ -51,6 +51,26 @@ def test_the_window_slides_and_settles_to_reported_usage() -> None:
     assert budget.try_reserve("c", 5000, 1000)[0] is None and budget.seconds_until_free("c", 5000, 1000) == 60.0
 
 
+def test_a_settle_after_the_window_slid_past_its_call_does_not_skew_the_total() -> None:
+    clock = Clock()
+    budget = TokenBudget(clock=clock)
+    slow, _ = budget.try_reserve("a", 500, 1000)
+    clock.now += 61  # the call took longer than the window
+    fresh, used = budget.try_reserve("a", 400, 1000)
+    assert used == 0 and fresh is not None
+    budget.settle(slow, 900)  # the slow call's usage arrives now: it is outside the window
+    assert budget.used("a") == 400
+    budget.settle(fresh, 100)
+    assert budget.used("a") == 100
+    for _ in range(1000):  # many reservations: the running total equals the window's sum
+        budget.try_reserve("a", 1, None)
+    clock.now += 30
+    budget.try_reserve("a", 7, None)
+    assert budget.used("a") == 100 + 1000 + 7
+    clock.now += 31
+    assert budget.used("a") == 7
+
+
 def run_calls(backends: dict[str, Any], n: int) -> tuple[TurnContext, list[Any]]:
     resolved = make_config({"backends": backends}, base_default=False)
     pool = BackendPool(resolved.config, make_host(ora_scripted))

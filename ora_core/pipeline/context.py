@@ -29,6 +29,8 @@ from ..models import (
     BudgetReport,
     BudgetSignal,
     ContextPackage,
+    EmptyDiagnosis,
+    EmptyReason,
     FaultPoint,
     RagFailure,
     Retrieval,
@@ -190,7 +192,16 @@ async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: s
                                   sorted(missing), failures)
         if dropped:
             for retrieval in retrievals.values():
+                before = len(retrieval.chunks)
                 retrieval.chunks = [c for c in retrieval.chunks if c.id not in dropped]
+                if before and not retrieval.chunks:  # emptied here: say so, never a bare empty stream
+                    retrieval.empty_diagnosis = EmptyDiagnosis(
+                        empty_reason=EmptyReason.ranker_truncation, raw_chunks_returned=before,
+                        filtered_chunks_returned=before,
+                        filters_applied={"context_budget_tokens": budget.context_window
+                                         - budget.reserved_output_tokens},
+                        detail=f"the context budget (signal 2, critical truncation) dropped all {before} "
+                               f"chunk(s) of this stream: they scored lowest")
         for signal in budget.signals:
             if signal.code >= 1:
                 step.contingency(f"context-budget-signal-{signal.code}-{signal.name}", signal.detail,

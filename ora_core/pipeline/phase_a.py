@@ -33,7 +33,21 @@ INFERRED ITEMS:
 - <one line per assumption you had to make to interpret the prompt, or "- none">"""
 
 _SECTION = re.compile(r"^\s*(CLEANED PROMPT|CORRECTIONS|INFERRED ITEMS)\s*:\s*", re.M | re.I)
+REPLY_OVERHEAD_TOKENS = 96  # section headers, corrections and inferred items
 _NONE = {"none", "n/a", "nothing", "-", ""}
+
+
+def reply_token_cap(prompt: str) -> int:
+    """The most a Phase A reply needs: the prompt echoed (cleaned) plus short lists; a model
+    that ignores the format and answers instead stops there, not at the backend's max_tokens."""
+    return REPLY_OVERHEAD_TOKENS + 2 * (len(prompt) // 4 + 1)
+
+
+def cut_in_cleaned_prompt(text: str, finish_reason: str) -> bool:
+    """The reply stopped at its token budget (``length``) with no section after CLEANED PROMPT:
+    what was parsed as the cleaned prompt may be a fragment."""
+    heads = [m.group(1).upper() for m in _SECTION.finditer(text)]
+    return finish_reason == "length" and (not heads or heads[-1] == "CLEANED PROMPT")
 
 
 def parse_phase_a(text: str) -> dict[str, Any] | None:
@@ -63,7 +77,8 @@ async def run_phase_a(turn: Any, pool: Any, prompt: str) -> PhaseAResult:
     messages = build_messages(TASK, prompt)
     with turn.step(STEP, raw_prompt=prompt, messages=[m.model_dump() for m in messages]) as step:
         try:
-            completion = await call_role(turn, pool, "phase_a", messages, prompt_key=PROMPT_KEY, step=STEP)
+            completion = await call_role(turn, pool, "phase_a", messages, prompt_key=PROMPT_KEY, step=STEP,
+                                         max_tokens_cap=reply_token_cap(prompt))
         except BackendError as exc:
             result = PhaseAResult(cleaned_prompt=prompt, parsed=False, used_raw_prompt=True)
             step.output.update(result.model_dump(mode="json"), error=exc.describe())
@@ -72,7 +87,13 @@ async def run_phase_a(turn: Any, pool: Any, prompt: str) -> PhaseAResult:
             turn.data["phase_a"] = result
             return result
         parsed = parse_phase_a(completion.text)
-        if parsed is None:
+        if parsed is not None and cut_in_cleaned_prompt(completion.text, completion.finish_reason):
+            result = PhaseAResult(cleaned_prompt=prompt, raw_output=completion.text, parsed=False,
+                                  used_raw_prompt=True)
+            step.contingency("phase-a-truncated-used-raw-prompt",
+                             "the reply hit its token budget before the CORRECTIONS section: the cleaned "
+                             "prompt may be cut short; the raw prompt goes on", severity="warning")
+        elif parsed is None:
             result = PhaseAResult(cleaned_prompt=prompt, raw_output=completion.text, parsed=False,
                                   used_raw_prompt=True)
             step.contingency("phase-a-unparseable-used-raw-prompt",

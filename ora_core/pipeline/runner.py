@@ -43,6 +43,7 @@ from .gears.sequential import run_gear3
 from .phase_a import run_phase_a
 from .routing import run_routing
 from .stage0 import run_stage0
+from .warmup import WARMUP_JOIN_S, start_warmup
 
 __all__ = ["DIRECT_TASK", "Runtime", "run_turn", "run_turn_async"]
 
@@ -131,6 +132,10 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
                                                          "message": str(exc), "stack": stack})
     finally:
         await runtime.pool.aclose()
+        if turn.data.get("warmup") is not None:  # never leave a thread loading torch at exit
+            if any(t.is_alive() for t in turn.data["warmup"].jobs.values()):  # no thread hop when all are done
+                await asyncio.to_thread(turn.data["warmup"].wait, WARMUP_JOIN_S)
+            turn.data["warmup"].record(turn)
     turn.finalize(result)
     runtime.host.call_observers("ora_turn_finished", _observer_error(turn), turn=turn, result=result)
     result = turn.close(result)
@@ -154,6 +159,8 @@ async def _sequence(runtime: Runtime, turn: TurnContext, prompt: str, *, forced_
         turn.contingency("modes-none-loaded-ran-gear-1", "mode-load", detail, severity="degraded")
         print(f"ora: {detail}", file=turn.stderr)
         return await run_direct(runtime, turn, prompt, None, mode_name="simple")
+    if runtime.config.pipeline.warmup:
+        turn.data["warmup"] = start_warmup(runtime, turn)
     phase_a = await run_phase_a(turn, runtime.pool, prompt)
     routing = run_routing(turn, library, phase_a.cleaned_prompt, forced_mode=forced_mode,
                           best_guess=best_guess)

@@ -14,6 +14,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from ... import supplement
 from ...models import ContextPackage, EvidencePackage, Retrieval, TurnResult, VerdictStatus
 from ...reliability import StepHalted, run_model_step, summary
 from ...verification import verify
@@ -176,6 +177,15 @@ def finish(gc: GearContext, answer: str, *, gear: int) -> TurnResult:
     turn = gc.turn
     with turn.step("final-output", gear=gear, mode=gc.package.mode) as step:
         signals = turn.detect("final_output", answer, step="final-output")
+        always = supplement.assess_turn(turn)  # the turn-level pattern of seed 000 §5.3
+        if always is not None:
+            step.health.noncompliance["always-requester"] = always["requesting_steps"]
+            step.output["always_requester"] = always
+            step.contingency("turn-always-requester",
+                             f"supplement protocol non-compliance: always-requester ({always['requesting_steps']} "
+                             f"of {always['steps']} protocol steps asked for a supplement; "
+                             f"{always['unneeded']} request(s) for terms the package already had)",
+                             severity="warning", pattern="always-requester", **always)
         step.output.update(answer=answer, verdicts=dict(gc.verdicts), warnings=list(gc.warnings),
                            signals=[s.model_dump(mode="json") for s in signals])
     degraded = any(h.degraded for h in turn.health.values())

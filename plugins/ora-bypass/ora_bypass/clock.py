@@ -4,7 +4,9 @@ Seed 000 failure #5: the bypass model fabricated "Friday, May 15, 2026 at 10:07:
 Gear 1 now puts a system clock reading into the prompt for time and date questions
 (``ctx.data["clock"]``: ISO timestamps ``utc`` and ``local``); this detector flags every clock
 time, weekday, month-day or year in the answer that matches neither reading. With no reading in
-``ctx.data``, any clock time or date in the answer is flagged.
+``ctx.data`` the turn asked no time question, so the output's dates are not claims about the
+clock (an analysis citing 2019 is not a clock claim): the detector stays quiet. It runs at every
+``model_output`` boundary, so this is what keeps it from flagging every year in an analysis.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ class ClockClaimsDetector:
 
     def detect(self, text: str, ctx: Any = None) -> list[Signal]:
         readings = _readings(ctx)
+        if not readings:
+            return []
         signals: list[Signal] = []
 
         def flag(name: str, m: re.Match[str]) -> None:

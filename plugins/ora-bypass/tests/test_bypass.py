@@ -112,4 +112,10 @@ def test_clock_claims_flags_invented_times_and_accepts_the_clock():
     assert {s.name for s in invented} == {"unsupported-time", "unsupported-weekday", "unsupported-date"}
     assert not detector.detect("It is Monday, 23 November 2026, 09:52 UTC.", _ctx(now))
     assert not detector.detect("I don't have access to a clock. Gap: the current time.", _ctx(now))
-    assert detector.detect("It's 3:15 pm.", SimpleNamespace(data={}))  # no reading: any time is invented
+
+
+def test_clock_claims_stay_quiet_on_turns_that_asked_no_time_question():
+    # No clock reading in the turn: the dates of an analysis are not claims about the clock.
+    detector = ora_bypass.ClockClaimsDetector()
+    assert detector.detect("The 2019 report, published Friday 15 March at 10:07, said so.",
+                           SimpleNamespace(data={})) == []

@@ -47,6 +47,16 @@ class _ChromaRetriever:
     layer = "context_package"
     assumes: frozenset[str] = frozenset()
 
+    def warm_up(self, config: Any) -> None:
+        """Open the store and, if it holds anything to search, load the embedding model (the
+        kernel calls this in a background thread while Phase A runs; errors propagate to it and
+        are recorded by name). An empty store needs no model: its retrieval is ``index_empty``."""
+        from .embedding import get_model
+
+        store = store_for(config)
+        if store.vault.count() or store.conversations.count():
+            get_model()
+
     def retrieve(self, query: str, filters: RetrievalFilters, k: int, ctx: Any) -> Retrieval:
         started = time.perf_counter()
         config = getattr(ctx, "config", None)

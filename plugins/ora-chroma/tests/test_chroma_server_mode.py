@@ -5,6 +5,7 @@ through the kernel's context assembly gets empty context plus a named ``rag_fail
 from __future__ import annotations
 
 import io
+import json
 import shutil
 import socket
 import subprocess
@@ -17,6 +18,7 @@ from typing import Any
 import httpx
 import ora_chroma
 import ora_scripted
+import ora_trace_fs
 import pytest
 from ora_chroma.ingest import Ingestor, vault_stats
 from ora_chroma.retrievers import ConceptRetriever, RelationshipRetriever, store_for
@@ -158,9 +160,11 @@ def test_a_turn_after_the_server_dies_gets_empty_context_and_a_named_rag_failure
                "reply": f"CLEANED PROMPT:\n{QUESTION}\nCORRECTIONS:\n- none\nINFERRED ITEMS:\n- none"}
     resolved = scripted_config(tmp_path / "traces", rules=[phase_a, {"match": ".", "reply": "An answer."}],
                                retrieval={"path": str(tmp_path / "local"), "server_url": chroma_server.url,
-                                          "streams": {"conversation": False}})
+                                          "streams": {"conversation": False}},
+                               plugins={"trace-fs": {"fsync": False}})
     sink = SinkPlugin()
-    rt = make_runtime(make_host(ora_scripted, ora_modes, ora_chroma, sink), resolved, stderr=io.StringIO())
+    rt = make_runtime(make_host(ora_scripted, ora_modes, ora_chroma, ora_trace_fs, sink), resolved,
+                      stderr=io.StringIO())
     Ingestor(store_for(rt.config)).add([notes(tmp_path / "vault", VAULT)])
 
     alive = run_turn(rt, QUESTION, mode="standard")
@@ -175,3 +179,12 @@ def test_a_turn_after_the_server_dies_gets_empty_context_and_a_named_rag_failure
     assert all(f["error_class"] == "RetrievalError" and f["query"] == QUESTION for f in failures)
     assert dead.answer and dead.status == "degraded"
     assert "context-concept-rag-failure-empty-context" in dead.contingencies
+    # on disk: the named record in rag-failures.jsonl, and the step file's empty context
+    trace = Path(dead.trace_path)
+    records = [json.loads(line) for line in (trace / "rag-failures.jsonl").read_text().splitlines()]
+    assert {r["stream"] for r in records} == {"concept", "relationship"}
+    assert all(r["error_class"] == "RetrievalError" and chroma_server.url in r["message"] for r in records)
+    [step_file] = trace.glob("*-context-assembly.json")
+    output = json.loads(step_file.read_text())["output"]
+    assert all(output["retrievals"][s]["chunks"] == [] for s in ("concept", "relationship"))
+    assert {f["stream"] for f in output["rag_failures"]} == {"concept", "relationship"}

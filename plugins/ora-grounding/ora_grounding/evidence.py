@@ -10,6 +10,9 @@
 - a list or tuple of any of these — flattened, in order;
 - ``None`` or an empty list — an empty package (every claim is then unsupported).
 
+The package may also carry the question the subject answers (``EvidencePackage.prompt``, or a
+mapping's ``"question"``/``"prompt"``); see ``package_question``.
+
 Anything else is a ``VerifierError`` naming the offending type and where it sat.
 """
 
@@ -29,6 +32,7 @@ class EvidenceItem(BaseModel):
     text: str
     id: str = ""
     source: str = ""
+    stream: str = ""
 
 
 def _source_of(obj: Any) -> str:
@@ -42,6 +46,13 @@ def _source_of(obj: Any) -> str:
     return str(getattr(obj, "source", "") or "")
 
 
+def _stream_of(obj: Any) -> str:
+    provenance = obj.get("provenance") if isinstance(obj, Mapping) else getattr(obj, "provenance", None)
+    if isinstance(provenance, Mapping):
+        return str(provenance.get("stream", "") or "")
+    return str(getattr(provenance, "stream", "") or "") if provenance is not None else ""
+
+
 def _collect(obj: Any, where: str, out: list[EvidenceItem], depth: int) -> None:
     if depth > 6:
         raise VerifierError(f"evidence package nests too deeply at {where}")
@@ -52,7 +63,8 @@ def _collect(obj: Any, where: str, out: list[EvidenceItem], depth: int) -> None:
         return
     if isinstance(obj, Mapping):
         if isinstance(obj.get("text"), str):
-            out.append(EvidenceItem(text=obj["text"], id=str(obj.get("id", where)), source=_source_of(obj)))
+            out.append(EvidenceItem(text=obj["text"], id=str(obj.get("id", where)), source=_source_of(obj),
+                                    stream=_stream_of(obj)))
             return
         for key in ("chunks", "evidence"):
             if key in obj:
@@ -64,7 +76,8 @@ def _collect(obj: Any, where: str, out: list[EvidenceItem], depth: int) -> None:
         )
     text = getattr(obj, "text", None)
     if isinstance(text, str):
-        out.append(EvidenceItem(text=text, id=str(getattr(obj, "id", where)), source=_source_of(obj)))
+        out.append(EvidenceItem(text=text, id=str(getattr(obj, "id", where)), source=_source_of(obj),
+                                stream=_stream_of(obj)))
         return
     chunks = getattr(obj, "chunks", None)
     if chunks is not None and not callable(chunks):
@@ -78,6 +91,16 @@ def _collect(obj: Any, where: str, out: list[EvidenceItem], depth: int) -> None:
         f"evidence package: cannot read {type(obj).__name__} at {where}; pass a str, a list of "
         "chunk texts, Chunk objects, or an object with .chunks"
     )
+
+
+def package_question(package: Any) -> str:
+    """The question the subject answers, when the package carries it: ``EvidencePackage.prompt``
+    (the turn's cleaned prompt), or a mapping's ``"question"`` / ``"prompt"``; else ``""``."""
+    if isinstance(package, Mapping):
+        value = package.get("question") or package.get("prompt")
+    else:
+        value = getattr(package, "prompt", None)
+    return value.strip() if isinstance(value, str) else ""
 
 
 def normalise_package(package: Any) -> list[EvidenceItem]:

@@ -32,7 +32,9 @@ MONTHS: dict[str, int] = {
 _WEEKDAYS = {"monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"}
 _NUMBER_WORDS: dict[str, int] = {
     w: i for i, w in enumerate(
-        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"])
+        ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+         "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen",
+         "nineteen", "twenty"])
 }
 _NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70,
                       "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000,
@@ -40,7 +42,8 @@ _NUMBER_WORDS.update({"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seve
                       "once": 1, "twice": 2, "single": 1, "double": 2, "triple": 3})
 _ORDINAL_WORDS: dict[str, int] = {
     w: i + 1 for i, w in enumerate(
-        ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth", "tenth", "eleventh", "twelfth"])
+        ["first", "second", "third", "fourth", "fifth", "sixth", "seventh", "eighth", "ninth",
+         "tenth", "eleventh", "twelfth"])
 }
 
 _MONTH_ALT = "|".join(sorted(MONTHS, key=len, reverse=True))
@@ -116,7 +119,9 @@ class EvidenceIndex:
     def build(cls, texts: Iterable[str]) -> EvidenceIndex:
         joined = "\n".join(texts)
         index = cls(phrase=_normalise_phrase(joined))
-        for w in words(joined):
+        tokens = words(joined)
+        tokens += [part for w in tokens if "-" in w for part in w.split("-") if part]  # "twelve-bar"
+        for w in tokens:
             index.vocab.add(w)
             index.vocab.add(stem(w))
             if w in MONTHS:

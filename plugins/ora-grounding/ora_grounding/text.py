@@ -9,7 +9,30 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-STOPWORDS: frozenset[str] = frozenset(["a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any", "are", "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "can't", "cannot", "could", "couldn't", "did", "didn't", "do", "does", "doesn't", "doing", "don't", "down", "during", "each", "even", "ever", "every", "few", "for", "from", "further", "get", "gets", "got", "had", "hadn't", "has", "hasn't", "have", "haven't", "having", "he", "he'd", "he'll", "he's", "her", "here", "here's", "hers", "herself", "him", "himself", "his", "how", "how's", "however", "i", "i'd", "i'll", "i'm", "i've", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "just", "let's", "like", "many", "may", "me", "might", "more", "most", "much", "must", "mustn't", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "one", "only", "or", "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "per", "quite", "rather", "really", "same", "shall", "shan't", "she", "she'd", "she'll", "she's", "should", "shouldn't", "so", "some", "such", "than", "that", "that's", "the", "their", "theirs", "them", "themselves", "then", "there", "there's", "these", "they", "they'd", "they'll", "they're", "they've", "this", "those", "though", "through", "thus", "to", "too", "under", "until", "up", "upon", "us", "very", "was", "wasn't", "we", "we'd", "we'll", "we're", "we've", "were", "weren't", "what", "what's", "when", "when's", "where", "where's", "whether", "which", "while", "who", "who's", "whom", "whose", "why", "why's", "will", "with", "within", "without", "won't", "would", "wouldn't", "yes", "yeah", "yet", "you", "you'd", "you'll", "you're", "you've", "your", "yours", "yourself", "yourselves", "oh", "ok", "okay", "well", "um", "uh", "hmm", "lol", "actually", "also", "its", "s", "t", "d", "ll", "m", "re", "ve"])
+STOPWORDS: frozenset[str] = frozenset([
+    "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any",
+    "are", "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between",
+    "both", "but", "by", "can", "can't", "cannot", "could", "couldn't", "did", "didn't", "do",
+    "does", "doesn't", "doing", "don't", "down", "during", "each", "even", "ever", "every",
+    "few", "for", "from", "further", "get", "gets", "got", "had", "hadn't", "has", "hasn't",
+    "have", "haven't", "having", "he", "he'd", "he'll", "he's", "her", "here", "here's", "hers",
+    "herself", "him", "himself", "his", "how", "how's", "however", "i", "i'd", "i'll", "i'm",
+    "i've", "if", "in", "into", "is", "isn't", "it", "it's", "its", "itself", "just", "let's",
+    "like", "many", "may", "me", "might", "more", "most", "much", "must", "mustn't", "my",
+    "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "one", "only", "or",
+    "other", "ought", "our", "ours", "ourselves", "out", "over", "own", "per", "quite",
+    "rather", "really", "same", "shall", "shan't", "she", "she'd", "she'll", "she's", "should",
+    "shouldn't", "so", "some", "such", "than", "that", "that's", "the", "their", "theirs",
+    "them", "themselves", "then", "there", "there's", "these", "they", "they'd", "they'll",
+    "they're", "they've", "this", "those", "though", "through", "thus", "to", "too", "under",
+    "until", "up", "upon", "us", "very", "was", "wasn't", "we", "we'd", "we'll", "we're",
+    "we've", "were", "weren't", "what", "what's", "when", "when's", "where", "where's",
+    "whether", "which", "while", "who", "who's", "whom", "whose", "why", "why's", "will",
+    "with", "within", "without", "won't", "would", "wouldn't", "yes", "yeah", "yet", "you",
+    "you'd", "you'll", "you're", "you've", "your", "yours", "yourself", "yourselves", "oh",
+    "ok", "okay", "well", "um", "uh", "hmm", "lol", "actually", "also", "its", "s", "t", "d",
+    "ll", "m", "re", "ve"
+])
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 _SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Za-z0-9])")
@@ -33,8 +56,7 @@ def stem(word: str) -> str:
     w = word.lower()
     if len(w) <= 3 or w.isdigit():
         return w
-    for suffix, keep in (("'s", 0), ("ies", 1), ("ing", 0), ("edly", 0), ("ed", 0), ("ly", 0),
-                         ("es", 0), ("s", 0)):
+    for suffix in ("'s", "ies", "ing", "edly", "ed", "ly", "es", "s"):
         if w.endswith(suffix) and len(w) - len(suffix) >= 3:
             base = w[: len(w) - len(suffix)]
             if suffix == "ies":
@@ -98,20 +120,32 @@ def split_sentences(text: str) -> list[str]:
 
 #: Sentences that carry no claim (conversational fillers, headings, hedges without content).
 _FILLER = re.compile(
-    r"^(?:yes|no|yeah|yep|nope|sure|ok(?:ay)?|oh|wow|well|hmm|indeed|right|true|really|cool|"
-    r"great|nice|thanks?(?: you)?|i (?:see|agree|know|think so)|me too|that'?s (?:true|right|"
-    r"interesting|cool|great|nice))\b[\s,.!?]*$",
+    r"^(?:(?:yes|no|yeah|yep|nope|sure|ok(?:ay)?|oh|wow|well|hmm|indeed|right|true|really|cool|"
+    r"great|nice|awesome|interesting|absolutely|definitely|certainly|exactly|totally|of course|"
+    r"ha(?:ha)+|lol|thanks?(?: you)?|i (?:see|agree|know|guess|think so|believe so)|"
+    r"i (?:believe|think) (?:it (?:was|is)|so|that'?s right)|me too|that'?s (?:true|right|"
+    r"interesting|cool|great|nice|awesome))[\s,.!?]*)+$",
     re.IGNORECASE,
 )
 
 
+_SPECIFIC_MARK = re.compile(r"[A-Z0-9&$%€£]")
+_AFFIRMATION = re.compile(r"^\s*(?:yes|no|yeah|yep|nope|correct|incorrect|true|false)\b[\s,.!]*$", re.IGNORECASE)
+
+
+def is_affirmation(text: str) -> bool:
+    """A bare yes/no: it asserts (or denies) the question's proposition, nothing of its own."""
+    return bool(_AFFIRMATION.match(text))
+
+
 def is_claim(sentence: str) -> bool:
-    """Does the sentence assert something checkable (at least two content words, not filler)?"""
+    """Does the sentence assert something checkable (a content word, not filler, not a question)?"""
     if _FILLER.match(sentence.strip()):
         return False
     if sentence.rstrip().endswith("?"):
         return False
-    return len(content_words(sentence)) >= 1
+    # a content word, or a name / figure / symbol (a bare title such as "R&B" is an answer too)
+    return len(content_words(sentence)) >= 1 or bool(_SPECIFIC_MARK.search(sentence))
 
 
 def split_claims(text: str) -> list[str]:

@@ -76,7 +76,8 @@ def test_the_chat_template_comes_from_the_gguf_and_the_model_loads_once() -> Non
     asyncio.run(second.check())
     assert info["chat_template_from_gguf"] is True and info["chat_format"] == "chat_template.default"
     assert info["threads"] == 1 and Path(info["model_path"]) == resolve_model_path(None)
-    same = [m for m in loaded_models() if m.path == resolve_model_path(None) and m.threads == 1 and m.n_ctx == 2048]
+    same = [m for m in loaded_models() if m.path == resolve_model_path(None) and m.threads == 1
+            and m.n_ctx == first.context_window]
     assert len(same) == 1, "two backends with the same settings share one loaded model"
 
 

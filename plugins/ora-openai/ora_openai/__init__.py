@@ -11,16 +11,25 @@ opt-in response cache keyed by the full request. Every failure is a typed ``Back
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
+from typing import Any
 
 from ora_core import hookimpl
+from ora_core.lazy import LazyBackendFactory
 
-from .backend import OpenAIBackend, OpenAIFactory
-from .breaker import CircuitBreaker, breaker_for
+#: Public names, imported on first access (PEP 562) so that loading the plugin stays cheap.
+_LAZY = {'OpenAIBackend': 'backend', 'OpenAIFactory': 'backend', 'CircuitBreaker': 'breaker', 'breaker_for': 'breaker'}
 
-__all__ = ["CircuitBreaker", "OpenAIBackend", "OpenAIFactory", "breaker_for", "ora_register_backends"]
+__all__ = [*sorted(_LAZY), "ora_register_backends"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @hookimpl
 def ora_register_backends(register: Callable[..., None]) -> None:
-    register(OpenAIFactory())
+    register(LazyBackendFactory('openai', 'ora_openai.backend:OpenAIFactory'))

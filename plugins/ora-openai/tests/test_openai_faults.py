@@ -16,6 +16,7 @@ from ora_core.backends import BackendPool, call_role
 from ora_core.errors import (
     BackendAuthError,
     BackendBadResponse,
+    BackendError,
     BackendRateLimited,
     BackendTimeout,
     BackendUnavailable,
@@ -263,3 +264,78 @@ def test_check_lists_models_and_says_whether_ours_is_there(fault_server) -> None
 def test_bad_options_are_refused_naming_the_field() -> None:
     with pytest.raises(ConfigError, match=r"options\.breaker_failures"):
         make_backend("http://127.0.0.1:9/v1", options={"breaker_failures": 0})
+
+
+# --- every fault through a role: the typed error, the retries, the fallback, on the ledger ------
+
+FAULTS = [  # (script, error kind, requests the primary saw, retries)
+    (["429:120"], "rate_limited", 1, 0),  # Retry-After beyond the cap: fail over at once
+    (["500"], "unavailable", 3, 2),  # retried max_retries times, then given up
+    (["malformed"], "bad_response", 1, 0),  # not retried: the same request gets the same body
+    (["hang:5"], "timeout", 1, 0),  # past timeout_s, not retried by default
+    (["drop"], "unavailable", 3, 2),  # a dropped connection is retried
+]
+
+
+def _role_call(primary: str, spare: str | None, **primary_over: Any) -> tuple[TurnContext, Any]:
+    backends = {"local": backend_table(primary, timeout_s=0.5, **primary_over,
+                                       **({"fallbacks": ["spare"]} if spare else {}))}
+    if spare:
+        backends["spare"] = backend_table(spare, model="spare-model")
+    resolved = make_config({"backends": backends}, base_default=False)
+    pool = BackendPool(resolved.config, make_host(ora_openai))
+    turn = TurnContext(prompt="q", config=resolved.config, config_hash=resolved.hash)
+
+    async def go() -> Any:
+        try:
+            return await call_role(turn, pool, "analyst", MESSAGES, prompt_key="k", step="analyst")
+        finally:
+            await pool.aclose()
+
+    try:
+        return turn, asyncio.run(go())
+    except BackendError as exc:
+        return turn, exc
+
+
+@pytest.mark.parametrize(("script", "kind", "requests", "retries"), FAULTS,
+                         ids=[f[0][0].split(":")[0] for f in FAULTS])
+def test_each_fault_falls_back_and_the_ledger_shows_what_ran(fault_server, script, kind, requests,
+                                                             retries) -> None:
+    name = f"ledger-{script[0].split(':')[0]}"
+    spare = fault_server.script(f"{name}-spare", ["ok:From the spare endpoint."])
+    turn, completion = _role_call(fault_server.script(name, script), spare)
+    assert completion.text == "From the spare endpoint.", "the fallback answered, not error text"
+    assert len(fault_server.seen(name)) == requests
+    failed, ran = turn.calls
+    assert failed.error["kind"] == kind and failed.attempts == retries + 1
+    assert (failed.effective_model, failed.prompt_tokens, failed.completion_tokens) == ("test-model", 0, 0)
+    assert (ran.role, ran.planned_model, ran.effective_model) == ("analyst", "test-model", "spare-model")
+    assert ran.fallback_flags == [f"fallback:local->spare:{kind}"] and ran.mismatch and not ran.error
+    assert f"analyst-backend-{kind}-fallback" in [c.name for c in turn.contingencies]
+
+
+@pytest.mark.parametrize(("script", "kind", "requests", "retries"), FAULTS,
+                         ids=[f[0][0].split(":")[0] for f in FAULTS])
+def test_each_fault_without_a_fallback_raises_its_type_and_is_on_the_ledger(fault_server, script, kind, requests,
+                                                                           retries) -> None:
+    name = f"alone-{script[0].split(':')[0]}"
+    turn, error = _role_call(fault_server.script(name, script), None)
+    assert isinstance(error, BackendError) and error.kind == kind
+    assert (error.provider, error.model) == ("openai", "test-model") and error.detail
+    [failed] = turn.calls
+    assert failed.error["kind"] == kind and failed.effective_model == "test-model" and not failed.fallback_flags
+
+
+def test_an_open_breaker_fails_fast_to_the_fallback_and_the_ledger_says_so(fault_server) -> None:
+    primary = fault_server.script("brk-ledger", ["500"])
+    spare = fault_server.script("brk-ledger-spare", ["ok:spare"])
+    options = {"breaker_failures": 1, "breaker_reset_s": 60}
+    first, _ = _role_call(primary, spare, max_retries=0, options=options)
+    assert breaker_for(primary).state == "open" and len(fault_server.seen("brk-ledger")) == 1
+    turn, completion = _role_call(primary, spare, max_retries=0, options=options)
+    assert completion.text == "spare"
+    assert len(fault_server.seen("brk-ledger")) == 1, "the open circuit kept the call off the endpoint"
+    failed, ran = turn.calls
+    assert failed.error["kind"] == "unavailable" and "circuit open" in failed.error["message"]
+    assert failed.latency_s < 0.2 and ran.fallback_flags == ["fallback:local->spare:unavailable"]

@@ -14,7 +14,8 @@ from typing import Any
 import ora_playwright
 import ora_scripted
 import pytest
-from chat_site import ChatSite
+from chat_site import MIMICS, ChatSite
+from ora_playwright.profiles import BUILTIN_PROFILES
 
 from ora_core.backends import BackendPool, call_role
 from ora_core.errors import (
@@ -209,3 +210,37 @@ def test_a_missing_browser_is_unavailable(profile_file: Path, tmp_path: Path) ->
         make_config({"backends": {"local": table}}, base_default=False).config.backends["local"])
     with pytest.raises(BackendUnavailable, match="no browser at"):
         asyncio.run(backend.complete(MESSAGES, CompletionParams()))
+
+
+@pytest.mark.parametrize("name", sorted(MIMICS))
+def test_each_builtin_profile_drives_a_page_in_its_markup(site: ChatSite, name: str, tmp_path: Path) -> None:
+    """The chatgpt, claude and gemini profiles against pages with their selectors: an answer, and
+    a rate-limit banner, an expired session, an empty reply and a login wall as typed errors."""
+    assert set(MIMICS) == set(BUILTIN_PROFILES)
+    table = {"type": "playwright", "model": f"{name}-web", "family": name, "timeout_s": 5.0,
+             "options": {"profile": name, "user_data_dir": str(tmp_path / "profile"),
+                         "selectors": {"url": site.mimic_url(name), "stable_ms": 250, "ready_timeout_s": 5.0,
+                                       "poll_ms": 50}}}
+    backend = make_host(ora_playwright).get("backend", "playwright").create(
+        make_config({"backends": {"local": table}}, base_default=False).config.backends["local"])
+    loop = asyncio.new_event_loop()
+
+    def call() -> Any:
+        return loop.run_until_complete(backend.complete(MESSAGES, CompletionParams(timeout_s=5.0)))
+
+    try:
+        site.require_login = False
+        completion = call()
+        assert (completion.text, completion.provider, completion.model) == (site.reply, "playwright", f"{name}-web")
+        assert "What is the capital of France?" in site.prompts[-1]
+        for mode, error in (("ratelimit", BackendRateLimited), ("expire", BackendSessionExpired),
+                            ("empty", BackendBadResponse)):
+            site.mode = mode
+            with pytest.raises(error):
+                call()
+        site.mode, site.require_login = "answer", True  # this user-data dir never logged in
+        with pytest.raises(BackendAuthError, match="login wall"):
+            call()
+    finally:
+        loop.run_until_complete(backend.aclose())
+        loop.close()

@@ -45,6 +45,27 @@ ERRORS: dict[str, type[BackendError]] = {
 
 DEFAULT_REPLY = "I don't know. Gap: nothing in front of me answers this."
 
+_UNESCAPE = re.compile(r"\\([^0-9A-Za-z])")
+_META = frozenset(".^$*+?{}[]\\|()")
+# Characters that ``re.IGNORECASE`` matches with an ASCII letter but ``str.lower`` does not
+# lower to it (dotted/dotless i, long s, Kelvin sign): a message holding one takes the regex.
+_FOLDS_TO_ASCII = re.compile("[\u0130\u0131\u017f\u212a]")
+
+
+def _literal(pattern: str) -> str | None:
+    """The lower-cased text a rule's regex matches when it is a plain literal (escaped
+    punctuation allowed; ASCII or caseless characters only), else None. Such a rule is matched
+    with ``in`` on the lower-cased message: what ``re.search(pattern, re.I)`` finds, cheaper."""
+    if "\x00" in pattern:
+        return None
+    marked = _UNESCAPE.sub(lambda m: "\x00" if m.group(1) in _META else m.group(1), pattern)
+    if any(c in _META for c in marked):
+        return None
+    literal = _UNESCAPE.sub(r"\1", pattern)
+    if not literal or not all(c.isascii() or c.lower() == c.upper() == c.casefold() for c in literal):
+        return None
+    return literal.lower()
+
 
 class ScriptedBackend:
     provider = "scripted"
@@ -54,7 +75,8 @@ class ScriptedBackend:
                  default: str = DEFAULT_REPLY, latency_s: float = 0.0) -> None:
         self.model = model
         self.family = family
-        self.rules = [(re.compile(r["match"], re.I | re.S), r["reply"], r.get("on", "user")) for r in rules]
+        self.rules = [(re.compile(r["match"], re.I | re.S), _literal(r["match"]), r["reply"], r.get("on", "user"))
+                      for r in rules]
         self.replies = list(replies)
         self.default = default
         self.latency_s = latency_s
@@ -65,9 +87,13 @@ class ScriptedBackend:
             return self.replies.pop(0)
         user = next((m.content for m in reversed(messages) if m.role == "user"), "")
         system = next((m.content for m in messages if m.role == "system"), "")
-        for pattern, reply, on in self.rules:
+        lowered: dict[str, str | None] = {}  # per target: lower-cased, or None (take the regex)
+        for pattern, literal, reply, on in self.rules:
             target = {"user": user, "system": system}.get(on, system + "\n" + user)
-            if pattern.search(target):
+            if literal is not None and on not in lowered:
+                lowered[on] = None if _FOLDS_TO_ASCII.search(target) else target.lower()
+            low = lowered.get(on) if literal is not None else None
+            if (literal in low) if low is not None else pattern.search(target):
                 return reply
         return self.default
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
+
+from .pretty import dumps_pretty
 
 SPECIAL_OUTPUT = ("signal_strength_summary", "empty_diagnosis", "budget", "rag_failures")
 
@@ -12,7 +13,7 @@ def _block(value: Any) -> str:
     if isinstance(value, str):
         fence = "~~~~" if "```" in value else "```"
         return f"{fence}text\n{value}\n{fence}"
-    return "```json\n" + json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n```"
+    return "```json\n" + dumps_pretty(value) + "\n```"
 
 
 def _signal_summary(summary: dict[str, Any]) -> list[str]:

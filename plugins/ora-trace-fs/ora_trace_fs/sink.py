@@ -5,6 +5,12 @@ files; ``close_turn`` waits until every event of its turn is on disk (and, with 
 the device), so the trace is complete when the turn returns. Every file is written atomically,
 every JSONL line in one write, so a crash at any moment leaves only whole files and whole lines.
 
+The writer works in batches (what arrived until the pipeline went quiet, or a turn closed):
+the batch's files, of every turn in it, are staged, written once each (a step file started and
+finished in one batch is written once) and, with ``fsync``, made durable behind one barrier
+before they are renamed into place (``files.write_files``: one ``syncfs`` on Linux instead of
+one fsync per file); a closing turn's logs and renames get one more barrier.
+
 A write that fails is printed on stderr as it happens, and the errors are returned by
 ``close_turn`` so the kernel marks the turn's tracing as degraded. The run never breaks.
 """
@@ -13,15 +19,18 @@ from __future__ import annotations
 
 import atexit
 import json
+import os
 import queue
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from .files import AppendLog, atomic_write, fsync_dir, inside, safe_component
+from .files import SYNCFS_AVAILABLE, AppendLog, fsync_dir, inside, safe_component, sync_dir_filesystem, write_files
+from .pretty import dumps_pretty
 from .render import render_step_markdown
 
 JSONL_BY_KIND = {
@@ -31,7 +40,7 @@ JSONL_BY_KIND = {
     "oversight": "oversight-queue.jsonl",
 }
 MAX_STDERR_LINES = 5
-QUIET_S = 0.001  # the writer waits for this much quiet from the pipeline before writing
+QUIET_S = 0.004  # the writer waits for this much quiet from the pipeline before writing
 
 
 def _camel(key: str) -> str:
@@ -58,6 +67,10 @@ class TurnWriter:
         self.step_files: list[str] = []
         self.timings: dict[str, float] = {}
         self.turn_events: list[dict[str, Any]] = []
+        # Files to write at the end of the writer's current batch: name -> bytes maker. A file
+        # rewritten within a batch (a step file at its start and at its end) is written once,
+        # and the batch's files share one durability barrier (``files.write_files``).
+        self.staged: dict[str, Callable[[], bytes]] = {}
         self.done = threading.Event()
         self.started = time.perf_counter()
 
@@ -82,25 +95,38 @@ class TurnWriter:
     def _json(self, obj: Any, *, pretty: bool) -> bytes:
         # Step documents are compact: json's C encoder only runs without ``indent``, and the
         # writer thread shares the GIL with the model-call path. turn.json and
-        # step-health.json are small and indented for people.
-        text = json.dumps(obj, indent=2 if pretty else None, ensure_ascii=False, default=str)
+        # step-health.json are small and indented for people (``pretty.dumps_pretty``: the
+        # text of ``json.dumps(indent=2)``, built faster).
+        text = dumps_pretty(obj) if pretty else json.dumps(obj, ensure_ascii=False, default=str)
         return self.redact(text).encode("utf-8")
 
     def write_json(self, name: str, obj: Any, *, pretty: bool = False) -> None:
-        if not self.usable:
-            return
-        try:
-            atomic_write(self.dir / name, self._json(obj, pretty=pretty), fsync=self.fsync)
-        except (OSError, ValueError, TypeError) as exc:  # disk, or a value that cannot be encoded
-            self.error(f"cannot write {self.dir / name}", exc)
+        """Stage ``obj`` as ``name``; it is encoded and written when the batch is flushed."""
+        if self.usable:
+            self.staged[name] = lambda: self._json(obj, pretty=pretty)
 
-    def write_text(self, name: str, text: str) -> None:
+    def write_text(self, name: str, text: str | Callable[[], str]) -> None:
+        """Stage ``text`` (or a function rendering it at flush time) as ``name``."""
+        if self.usable:
+            self.staged[name] = lambda: self.redact(text() if callable(text) else text).encode("utf-8")
+
+    def take_staged(self) -> list[tuple[Path, bytes]]:
+        """The staged files, encoded (a value that cannot be encoded is a named write error)."""
+        staged, self.staged = self.staged, {}
         if not self.usable:
-            return
-        try:
-            atomic_write(self.dir / name, self.redact(text).encode("utf-8"), fsync=self.fsync)
-        except (OSError, ValueError) as exc:
-            self.error(f"cannot write {self.dir / name}", exc)
+            return []
+        items = []
+        for name, make in staged.items():
+            try:
+                items.append((self.dir / name, make()))
+            except (ValueError, TypeError) as exc:
+                self.error(f"cannot write {self.dir / name}", exc)
+        return items
+
+    def flush(self) -> None:
+        """Write every staged file (atomically, one durability barrier for all with ``fsync``)."""
+        for path, exc in write_files(self.take_staged(), fsync=self.fsync):
+            self.error(f"cannot write {path}", exc)
 
     def append(self, name: str, record: dict[str, Any]) -> None:
         if not self.usable:
@@ -158,7 +184,7 @@ class TurnWriter:
             self.timings[event.step] = (data.get("health") or {}).get("latency_s", 0.0)
             json_name = self.step_file(event.step, event.step_index, "json")
             self.write_json(json_name, doc)
-            self.write_text(self.step_file(event.step, event.step_index, "md"), render_step_markdown(doc))
+            self.write_text(self.step_file(event.step, event.step_index, "md"), lambda: render_step_markdown(doc))
             if json_name not in self.step_files:
                 self.step_files.append(json_name)
         elif kind == "turn_finished":
@@ -232,19 +258,42 @@ class TurnWriter:
         self.write_json("turn.json", doc, pretty=True)
 
     def close(self) -> None:
+        """Flush, close the logs, make everything durable (``fsync``), and mark the turn done.
+        The writer thread does the same for all the turns closing in one batch at once."""
+        try:
+            self.flush()
+            self.close_logs()
+            self.sync(syncfs=SYNCFS_AVAILABLE)
+        finally:
+            self.done.set()
+
+    def close_logs(self) -> None:
+        # With syncfs, one call later makes the logs durable with everything else.
         for name, log in list(self.logs.items()):
             try:
-                log.close(fsync=self.fsync)
+                log.close(fsync=self.fsync and not SYNCFS_AVAILABLE)
             except OSError as exc:
                 self.error(f"cannot close {self.dir / name}", exc)
         self.logs.clear()
-        if self.usable and self.fsync:
-            try:
+
+    def sync(self, *, syncfs: bool) -> None:
+        """Make the renames, directories and logs durable: one ``syncfs`` of the file system,
+        or (``syncfs`` False) one fsync per directory."""
+        if not (self.usable and self.fsync):
+            return
+        try:
+            if not (syncfs and sync_dir_filesystem(self.dir)):
                 fsync_dir(self.dir)
                 fsync_dir(self.dir.parent)
-            except OSError as exc:
-                self.error(f"cannot fsync {self.dir}", exc)
-        self.done.set()
+        except OSError as exc:
+            self.error(f"cannot fsync {self.dir}", exc)
+
+
+def _device(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_dev
+    except OSError:
+        return None
 
 
 class TraceFsSink:
@@ -257,6 +306,7 @@ class TraceFsSink:
         self._turns: dict[str, TurnWriter] = {}
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._wake = threading.Event()  # a closing turn cuts the writer's quiet wait short
 
     def _ensure_thread(self) -> None:
         with self._lock:
@@ -267,22 +317,74 @@ class TraceFsSink:
 
     def _run(self) -> None:
         while True:
-            batch = [self._queue.get()]
+            batch = self._open_eagerly([self._queue.get()])
             # Write when the producer is quiet (no new event for QUIET_S: the pipeline is
             # waiting on a model, or done) or a turn is closing. Sleeping instead of waiting on
             # the queue means a put does not wake this thread, so the pipeline does not hand
             # the GIL over per event: the disk work stays off the model-call path. Crash
             # safety is unchanged: every file is atomic, every JSONL line one write.
             while batch[-1][1] != "close":
-                time.sleep(QUIET_S)
-                more = self._take_all()
+                self._wake.wait(QUIET_S)
+                self._wake.clear()
+                more = self._open_eagerly(self._take_all())
                 if not more:
                     break
                 batch += more
                 if any(op == "close" for _, op, _ in more):
                     break
+            writers: dict[int, TurnWriter] = {}
+            closing: list[TurnWriter] = []
             for writer, op, payload in batch:
+                writers[id(writer)] = writer
+                if op == "close":
+                    closing.append(writer)
+                else:
+                    self._process(writer, op, payload)
+            self._end_batch(list(writers.values()), closing)
+
+    def _open_eagerly(self, items: list[tuple[TurnWriter, str, Any]]) -> list[tuple[TurnWriter, str, Any]]:
+        """Open the turns among ``items`` at once (their directory and logs: system calls that
+        overlap the pipeline's own work) and return ``items`` with each open marked done: the
+        turn joins the batch (its files are written at its end) without being opened twice."""
+        out = []
+        for writer, op, payload in items:
+            if op == "open":
                 self._process(writer, op, payload)
+                op = "opened"
+            out.append((writer, op, payload))
+        return out
+
+    def _end_batch(self, writers: list[TurnWriter], closing: list[TurnWriter]) -> None:
+        """Write the batch's staged files of every turn behind one durability barrier, then
+        close the closing turns (one more barrier for their renames and logs) and release them."""
+        try:
+            for durable in (True, False):
+                items: list[tuple[Path, bytes]] = []
+                owner: dict[Path, TurnWriter] = {}
+                for writer in writers:
+                    if writer.fsync is durable:
+                        for path, data in writer.take_staged():
+                            items.append((path, data))
+                            owner[path] = writer
+                for path, exc in write_files(items, fsync=durable):
+                    owner[path].error(f"cannot write {path}", exc)
+            for writer in closing:
+                writer.close_logs()
+            synced: set[int] = set()  # one syncfs per file system covers every closing turn on it
+            for writer in closing:
+                device = _device(writer.dir) if writer.usable and writer.fsync and SYNCFS_AVAILABLE else None
+                if device is not None and device in synced:
+                    continue
+                errors = len(writer.errors)
+                writer.sync(syncfs=device is not None)
+                if device is not None and len(writer.errors) == errors:
+                    synced.add(device)
+        except Exception as exc:  # noqa: BLE001 - recorded on every turn of the batch, reported on stderr
+            for writer in writers:
+                writer.error("writer failed at the end of a batch", exc)
+        finally:
+            for writer in closing:
+                writer.done.set()
 
     def _take_all(self) -> list[tuple[TurnWriter, str, Any]]:
         items = []
@@ -296,6 +398,8 @@ class TraceFsSink:
         try:
             if op == "event":
                 writer.handle(payload)
+            elif op == "opened":
+                return
             elif op == "open":
                 writer.open()
             elif op == "close":
@@ -331,6 +435,7 @@ class TraceFsSink:
     def close_turn(self, turn: Any) -> dict[str, Any]:
         writer = self._turns.pop(turn.turn_id)
         self._queue.put((writer, "close", None))
+        self._wake.set()
         timeout = writer.close_timeout_s
         if not writer.done.wait(timeout):
             writer.errors.append(f"the trace writer did not finish within {timeout:.0f} s")

@@ -1,0 +1,64 @@
+"""Lazy components: register a component by name without importing its module.
+
+``ora --help`` and ``ora plugins list`` load every plugin, and a plugin's entry-point module is
+imported to register its components. A backend factory whose module imports httpx, llama.cpp or
+Playwright at the top would put that import on every command's start-up path. A plugin registers
+a ``LazyBackendFactory`` instead: its ``name`` is known at once; the real factory is imported the
+first time anything else is asked of it (``create``, or any other attribute), once.
+
+    @hookimpl
+    def ora_register_backends(register):
+        register(LazyBackendFactory("openai", "ora_openai.backend:OpenAIFactory"))
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from typing import Any
+
+
+class LazyBackendFactory:
+    """A backend factory known by ``name``; ``target`` (``"module:attribute"``) names the real
+    factory class (instantiated with no arguments) or instance, imported on first use. An import
+    error surfaces at that first use, as the plugin's own exception."""
+
+    #: Backends run on no pipeline layer and assume nothing of one (the kernel probes these at load).
+    layer: str | None = None
+    assumes: frozenset[str] = frozenset()
+
+    def __init__(self, name: str, target: str) -> None:
+        module, sep, attribute = target.partition(":")
+        if not sep or not module or not attribute:
+            raise ValueError(f"lazy target {target!r} must be 'module:attribute'")
+        self.name = name
+        self.target = target
+        self._real: Any = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> bool:
+        return self._real is not None
+
+    def resolve(self) -> Any:
+        """The real factory (imported and built once)."""
+        if self._real is None:
+            with self._lock:
+                if self._real is None:
+                    module, _, attribute = self.target.partition(":")
+                    obj = getattr(importlib.import_module(module), attribute)
+                    self._real = obj() if isinstance(obj, type) else obj
+        return self._real
+
+    def create(self, settings: Any) -> Any:
+        return self.resolve().create(settings)
+
+    def __getattr__(self, attribute: str) -> Any:
+        # Only reached for attributes this proxy lacks: delegate to the real factory.
+        if attribute.startswith("__") or attribute in {"_real", "_lock", "target", "name"}:
+            raise AttributeError(attribute)
+        return getattr(self.resolve(), attribute)
+
+    def __repr__(self) -> str:
+        state = "loaded" if self.loaded else "not loaded"
+        return f"LazyBackendFactory({self.name!r}, {self.target!r}, {state})"

@@ -1,0 +1,32 @@
+"""Ora plugin: the Anthropic Messages API over httpx.
+
+``[backends.<name>] type = "anthropic"``, ``model = "claude-..."``, ``api_key_env =
+"ANTHROPIC_API_KEY"``, ``family = "claude"``; ``base_url`` defaults to the public API. System
+messages become the top-level ``system`` field; retries on 429 (honouring ``retry-after``),
+529 and 5xx; every failure is a typed ``BackendError``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import Any
+
+from ora_core import hookimpl
+from ora_core.lazy import LazyBackendFactory
+
+#: Public names, imported on first access (PEP 562) so that loading the plugin stays cheap.
+_LAZY = {'AnthropicBackend': 'backend', 'AnthropicFactory': 'backend'}
+
+__all__ = [*sorted(_LAZY), "ora_register_backends"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+@hookimpl
+def ora_register_backends(register: Callable[..., None]) -> None:
+    register(LazyBackendFactory('anthropic', 'ora_anthropic.backend:AnthropicFactory'))

@@ -1,0 +1,34 @@
+"""Ora plugin: the non-LLM grounding verifier and the unsupported-specifics detector.
+
+- verifier ``grounding`` (``GroundingVerifier``): PASS when every claim of the subject rests on
+  the evidence package (MiniLM similarity, lexical overlap, specifics checks), FAIL otherwise,
+  listing the unsupported claims; empty evidence is a FAIL ("no evidence"). The default
+  ``[verification]`` uses it: it is a different lineage from the models it checks.
+- detector ``unsupported-specifics`` (layer ``model_output``, assumes ``evidence_available``):
+  numbers, dates, names and quotations of a model output that the evidence lacks.
+
+This module stays light: the MiniLM model (sentence-transformers, torch) is loaded on the first
+``verify`` call, once per process, and shared with ora-chroma when that plugin is installed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ora_core import hookimpl
+
+from .detector import UnsupportedSpecificsDetector
+from .verifier import DEFAULT_THRESHOLD, GroundingVerifier
+
+__all__ = ["DEFAULT_THRESHOLD", "GroundingVerifier", "UnsupportedSpecificsDetector"]
+__version__ = "0.1.0"
+
+
+@hookimpl
+def ora_register_verifiers(register: Callable[..., None]) -> None:
+    register(GroundingVerifier())
+
+
+@hookimpl
+def ora_register_detectors(register: Callable[..., None]) -> None:
+    register(UnsupportedSpecificsDetector())

@@ -1,0 +1,198 @@
+"""The ``grounding`` verifier: PASS when every claim of the subject rests on the evidence.
+
+A non-LLM verifier (a different lineage from the models it checks): MiniLM similarity, lexical
+overlap and specifics checks, per claim (see ``scoring``). It never PASSes on nothing: an
+empty evidence package is a FAIL with the reason ``no evidence``, and a subject with no
+checkable claim is a FAIL too. Faults (unreadable package, model that will not load) raise
+``VerifierError``; the kernel turns that into BROKEN, never PASS.
+
+``verify(subject, package, criteria, ctx, threshold=None)``:
+
+- ``subject`` — the text under review (protocol sections are set aside, see ``subject``); a
+  bare yes/no asserts the question's proposition, so when the package carries the question
+  (``EvidencePackage.prompt``, a mapping's ``"question"``) that proposition is what is checked
+  (its subject matter must be grounded; a non-LLM check cannot tell "yes" from "no");
+- ``package`` — the evidence: a ``str``; a list of chunk texts or ``Chunk`` objects; an object
+  with ``.chunks`` (the kernel's ``EvidencePackage``, a ``Retrieval``); a mapping with
+  ``"text"`` / ``"chunks"`` (see ``evidence.normalise_package``);
+- ``criteria`` — the mode's criteria; a non-LLM verifier cannot read them, so the report says
+  which checks it ran instead;
+- ``ctx`` — the turn (or any object with ``.config``): the threshold is
+  ``ctx.config.verification.threshold`` unless ``threshold`` is passed (to ``verify`` or to the
+  constructor).
+
+Chunks from the ``conversation`` stream (conversation memory: earlier turns, model answers
+included) are set aside, and the report says so: an answer grounded in the model's own earlier
+answer is circular. ``[plugins.grounding] exclude_streams`` changes the list.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ora_core.errors import VerifierError
+from ora_core.models import Verdict, VerdictStatus
+
+from .evidence import normalise_package, package_question
+from .scoring import ClaimScore, Embedder, ScoringWeights, output_score, score_claims
+from .subject import checkable_text
+from .text import is_affirmation, split_claims
+
+NAME = "grounding"
+#: Used only when neither the caller nor ``ctx.config.verification.threshold`` gives one; the
+#: threshold ``benchmarks/grounding.py`` recommends (max mean balanced accuracy on the dev files).
+DEFAULT_THRESHOLD = 0.6
+CHECKS = ("MiniLM similarity of each claim to its best evidence sentence", "lexical overlap",
+          "numbers, dates, names and quotations absent from the evidence")
+
+
+#: Retrieval streams whose chunks are not evidence: conversation memory holds earlier model
+#: answers, and grounding an answer in the model's own past output is circular.
+DEFAULT_EXCLUDED_STREAMS = ("conversation",)
+
+
+def excluded(ctx: Any) -> frozenset[str]:
+    """``[plugins.grounding] exclude_streams`` (default ``["conversation"]``)."""
+    plugins = getattr(getattr(ctx, "config", None), "plugins", None)
+    settings = plugins.get("grounding", {}) if isinstance(plugins, dict) else {}
+    value = settings.get("exclude_streams", list(DEFAULT_EXCLUDED_STREAMS))
+    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
+        raise VerifierError(f"[plugins.grounding] exclude_streams must be a list of stream names, got {value!r}")
+    return frozenset(value)
+
+
+def resolve_threshold(explicit: float | None, ctx: Any) -> tuple[float, str]:
+    """``(threshold, where it came from)``: the argument, else ``ctx.config``, else the default."""
+    if explicit is not None:
+        value, origin = explicit, "argument"
+    else:
+        verification = getattr(getattr(ctx, "config", None), "verification", None)
+        configured = getattr(verification, "threshold", None)
+        if configured is None:
+            return DEFAULT_THRESHOLD, "default"
+        value, origin = configured, "config.verification.threshold"
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 0.0 <= float(value) <= 1.0:
+        raise VerifierError(f"grounding threshold ({origin}) must be a number in [0, 1], got {value!r}")
+    return float(value), origin
+
+
+class GroundingVerifier:
+    """The verifier registered as ``grounding``."""
+
+    name = NAME
+
+    def __init__(self, *, threshold: float | None = None, weights: ScoringWeights | None = None,
+                 embedder: Embedder | None = None) -> None:
+        self.threshold = threshold
+        self.weights = weights or ScoringWeights()
+        self._embedder = embedder
+
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            from .embedding import get_embedder
+
+            self._embedder = get_embedder()
+        return self._embedder
+
+    def verify(self, subject: str, package: Any, criteria: str = "", ctx: Any = None, *,
+               threshold: float | None = None) -> Verdict:
+        if not isinstance(subject, str):
+            raise VerifierError(f"grounding: the subject must be text, got {type(subject).__name__}")
+        limit, origin = resolve_threshold(threshold if threshold is not None else self.threshold, ctx)
+        items = normalise_package(package)
+        excluded_streams = excluded(ctx)
+        set_aside_evidence = [item for item in items if item.stream in excluded_streams]
+        items = [item for item in items if item.stream not in excluded_streams]
+        checkable = checkable_text(subject)
+        claims = split_claims(checkable.text)
+        data: dict[str, Any] = {"threshold": limit, "threshold_from": origin, "evidence_items": len(items),
+                                "claims_checked": len(claims), "set_aside": checkable.set_aside,
+                                "checks": list(CHECKS)}
+        if set_aside_evidence:
+            data["evidence_set_aside"] = {
+                "streams": sorted({item.stream for item in set_aside_evidence}), "chunks": len(set_aside_evidence),
+                "why": "earlier model output (conversation memory) is not evidence for a claim"}
+        if not items:
+            why = "no evidence: the evidence package is empty, so no claim can be grounded"
+            if set_aside_evidence:
+                why = (f"no evidence: the package held only {len(set_aside_evidence)} chunk(s) from stream(s) "
+                       f"{', '.join(data['evidence_set_aside']['streams'])}, earlier model output that is not evidence")
+            return self._verdict(VerdictStatus.FAIL, 0.0, [why], claims, [], data, criteria)
+        question = package_question(package)
+        if not claims and question and is_affirmation(checkable.text):
+            # "Yes." asserts the question's proposition: check that instead (see the module doc)
+            claims = split_claims(question.rstrip().rstrip("?").rstrip() + ".")
+            data.update(claims_from_question=True, question=question[:500])
+        if not claims:
+            return self._verdict(VerdictStatus.FAIL, 0.0, ["nothing to verify: the subject makes no "
+                                                           "checkable claim"], [], [], data, criteria)
+        scores = score_claims(claims, items, self.embedder(), self.weights, threshold=limit)
+        score = output_score(scores)
+        unsupported = [s for s in scores if not s.supported]
+        status = VerdictStatus.PASS if score >= limit and not unsupported else VerdictStatus.FAIL
+        reasons = [f"{len(scores) - len(unsupported)} of {len(scores)} claims supported; weakest claim "
+                   f"scores {score:.2f} (threshold {limit:.2f})"]
+        for s in unsupported:
+            reasons.append(_claim_reason(s))
+        data["claims"] = [s.model_dump(mode="json") for s in scores]
+        data["unsupported"] = [{"claim": s.claim, "score": s.score, "missing_specifics": s.missing_specifics}
+                               for s in unsupported]
+        data["evidence_sources"] = sorted({item.source for item in items if item.source})
+        return self._verdict(status, score, reasons, [s.claim for s in unsupported], scores, data, criteria)
+
+    def _verdict(self, status: VerdictStatus, score: float, reasons: list[str], unsupported: list[str],
+                 scores: list[ClaimScore], data: dict[str, Any], criteria: str) -> Verdict:
+        return Verdict(status=status, verifier=NAME, reasons=reasons, score=round(score, 4),
+                       unsupported_claims=unsupported, data=data,
+                       raw_output=render_report(status, score, reasons, scores, data, criteria))
+
+
+def _claim_reason(s: ClaimScore) -> str:
+    why = []
+    by_kind: dict[str, list[str]] = {}
+    for check in s.specifics:
+        if not check.supported:
+            by_kind.setdefault(check.kind, []).append(check.text)
+    for kind, texts in by_kind.items():
+        why.append(f"{kind}{'s' if len(texts) > 1 else ''} not in the evidence: " + ", ".join(map(repr, texts)))
+    if not why:
+        why.append(f"no evidence sentence says this (best similarity {s.semantic:.2f}, "
+                   f"{s.lexical:.0%} of its content words in the evidence)")
+    return f"unsupported ({s.score:.2f}): {s.claim[:160]!r} — " + "; ".join(why)
+
+
+def render_report(status: VerdictStatus, score: float, reasons: list[str], scores: list[ClaimScore],
+                  data: dict[str, Any], criteria: str) -> str:
+    """A readable report, ending with a verdict section in the kernel's verdict-line contract."""
+    lines = ["## GROUNDING REPORT",
+             f"verifier: {NAME} (non-LLM: {'; '.join(CHECKS)})",
+             f"evidence items: {data.get('evidence_items', 0)}; claims checked: {len(scores)}; "
+             f"threshold {data.get('threshold')} ({data.get('threshold_from')})"]
+    if criteria:
+        lines.append("criteria: not interpreted by a non-LLM verifier; the checks above stand in for them")
+    if data.get("evidence_set_aside"):
+        aside = data["evidence_set_aside"]
+        lines.append(f"evidence set aside: {aside['chunks']} chunk(s) from stream(s) {', '.join(aside['streams'])} "
+                     f"({aside['why']})")
+    if data.get("set_aside"):
+        lines.append("set aside (protocol, not claims): " + "; ".join(data["set_aside"][:10]))
+    if scores:
+        lines.append("")
+        lines.append("## CLAIMS")
+        for s in scores:
+            mark = "supported" if s.supported else "UNSUPPORTED"
+            lines.append(f"- [{mark} {s.score:.2f} | sim {s.semantic:.2f} | lex {s.lexical:.2f}] {s.claim}")
+            if s.missing_specifics:
+                lines.append(f"    missing from the evidence: {', '.join(s.missing_specifics)}")
+            if s.best_evidence:
+                source = f" ({s.best_source})" if s.best_source else ""
+                lines.append(f"    best evidence{source}: {s.best_evidence[:200]}")
+    lines += ["", "## VERDICT", f"VERDICT: {status.value}", *[f"- {r}" for r in reasons]]
+    lines.insert(3, f"score: {score:.3f}")
+    return "\n".join(lines)
+
+
+def verify_texts(subject: str, evidence: list[str] | str, *, threshold: float | None = None,
+                 embedder: Embedder | None = None) -> Verdict:
+    """Convenience for scripts: verify ``subject`` against plain evidence texts."""
+    return GroundingVerifier(threshold=threshold, embedder=embedder).verify(subject, evidence)

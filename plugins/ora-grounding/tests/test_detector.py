@@ -1,0 +1,75 @@
+"""The unsupported-specifics detector (no model): what it flags, what it leaves alone."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import ora_grounding
+from ora_grounding import UnsupportedSpecificsDetector
+
+from ora_core.layers import check_assumptions
+from ora_core.models import Chunk, EvidencePackage, Provenance
+from ora_core.supplement import unsupported_specifics
+
+EVIDENCE = EvidencePackage(chunks=[Chunk(
+    id="c1", text="The committee approved the budget on 3 March 2021 after two readings chaired by Ana Ruiz.",
+    provenance=Provenance(collection="vault", source="notes/budget.md", score=0.9, stream="concept"))])
+
+
+def run(text: str, **data: object) -> list:
+    return UnsupportedSpecificsDetector().detect(text, SimpleNamespace(data=dict(data)))
+
+
+def test_specifics_absent_from_the_evidence_are_a_strong_counted_signal():
+    signals = run("The committee approved the budget on 5 March 2021 by 14 votes, said Tom Hale.", evidence=EVIDENCE)
+    assert [s.name for s in signals] == ["unsupported-specifics"]
+    signal = signals[0]
+    assert signal.strength == "strong" and signal.data["evidence_checked"] is True
+    assert set(signal.data["missing"]) == {"5", "14", "Tom", "Hale"}
+    assert {c["kind"] for c in signal.data["claims"]} == {"date", "number", "name"}
+    assert unsupported_specifics(signals) == signals  # the kernel counts it (confident confabulator)
+
+
+def test_specifics_the_evidence_holds_raise_nothing():
+    text = "Chaired by Ana Ruiz, the committee approved the budget on March 3, 2021, after two readings."
+    assert run(text, evidence=EVIDENCE) == []
+
+
+def test_an_invented_quotation_is_flagged():
+    signals = run('Ana Ruiz said the budget was "a historic compromise".', evidence=EVIDENCE)
+    assert [c["kind"] for c in signals[0].data["claims"]] == ["quotation"]
+
+
+def test_an_empty_package_makes_every_specific_unsupported():
+    signals = run("The budget passed in 2021.", evidence=EvidencePackage(chunks=[]))
+    assert signals[0].data["missing"] == ["2021"] and signals[0].data["evidence_items"] == 0
+
+
+def test_protocol_furniture_is_not_flagged():
+    text = ("The committee approved the budget.\nCONFIDENCE: 0.92\n\n## COVERAGE GAP\n"
+            "The evidence does not give the 2022 figure from Tom Hale.")
+    assert run(text, evidence=EVIDENCE) == []
+
+
+def test_without_an_evidence_package_specifics_are_recorded_unchecked_and_not_counted():
+    signals = run("The budget passed in 2021 by 14 votes.")
+    assert [(s.name, s.kind, s.strength) for s in signals] == [("specifics-unchecked", "specifics", "weak")]
+    assert "no evidence package" in signals[0].data["reason"]
+    assert unsupported_specifics(signals) == []
+    assert run("The budget passed after a debate.") == []
+
+
+def test_registered_on_model_output_with_its_assumption_held(ora_host, register_plugin):
+    register_plugin(ora_grounding)
+    detector = ora_host.get("detector", "unsupported-specifics")
+    assert (detector.layer, detector.kind, tuple(detector.assumes)) == (
+        "model_output", "unsupported_specifics", ("evidence_available",))
+    assert check_assumptions(detector.name, detector.layer, detector.assumes).ok
+    assert ora_host.get("verifier", "grounding").name == "grounding"
+
+
+def test_conversation_memory_does_not_vouch_for_a_specific():
+    memory = Chunk(id="m", text="The budget passed in 2021.", provenance=Provenance(
+        collection="conversation", source="turn-1", score=0.9, stream="conversation"))
+    signals = run("The budget passed in 2021.", evidence=EvidencePackage(chunks=[memory]))
+    assert signals[0].data["missing"] == ["2021"] and signals[0].data["evidence_items"] == 0
