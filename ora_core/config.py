@@ -129,7 +129,7 @@ class RetrievalConfig(_Section):
 class VerificationConfig(_Section):
     verifier: str = "grounding"  # a registered verifier name, or "model" for the verifier role
     final_verifier: str = "grounding"
-    threshold: float = Field(default=0.5, ge=0.0, le=1.0)
+    threshold: float = Field(default=0.6, ge=0.0, le=1.0)
 
 
 class PipelineConfig(_Section):

@@ -62,3 +62,35 @@ class LazyBackendFactory:
     def __repr__(self) -> str:
         state = "loaded" if self.loaded else "not loaded"
         return f"LazyBackendFactory({self.name!r}, {self.target!r}, {state})"
+
+
+class LazyPattern:
+    """A regular expression compiled on first use; otherwise it behaves as the compiled
+    ``re.Pattern`` (every attribute is delegated). Detector modules hold dozens of patterns, and
+    every ``ora`` command imports every plugin: compiling them at import would put tens of
+    milliseconds on each command's start-up for patterns most commands never run."""
+
+    __slots__ = ("_compiled", "_flags", "_source")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self._source = pattern
+        self._flags = flags
+        self._compiled: Any = None
+
+    def compiled(self) -> Any:
+        if self._compiled is None:
+            import re
+
+            self._compiled = re.compile(self._source, self._flags)
+        return self._compiled
+
+    def __getattr__(self, attribute: str) -> Any:
+        return getattr(self.compiled(), attribute)
+
+    def __repr__(self) -> str:
+        return f"LazyPattern({self._source!r}, {self._flags})"
+
+
+def lazy_compile(pattern: str, flags: int = 0) -> LazyPattern:
+    """``re.compile`` deferred to first use (see ``LazyPattern``)."""
+    return LazyPattern(pattern, flags)

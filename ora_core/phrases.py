@@ -79,8 +79,16 @@ class PhraseMatcher:
     def __init__(self, phrases: Iterable[str]) -> None:
         self.phrases = sorted({normalize_phrase(p) for p in phrases if p and p.strip()})
         self.pattern = build_pattern(self.phrases)
-        self.regex = re.compile(self.pattern, re.IGNORECASE)
+        self._regex: re.Pattern[str] | None = None
         self._known = set(self.phrases)
+
+    @property
+    def regex(self) -> re.Pattern[str]:
+        """The compiled matcher, built on first use: registering a detector at start-up (every
+        ``ora`` command loads the plugins) must not pay for compiling its vocabulary."""
+        if self._regex is None:
+            self._regex = re.compile(self.pattern, re.IGNORECASE)
+        return self._regex
 
     def finditer(self, text: str) -> Iterator[PhraseMatch]:
         for m in self.regex.finditer(text):

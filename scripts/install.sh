@@ -59,6 +59,10 @@ done
 say "ora-core and ${#args[@]} distribution(s) in total"
 "${PIP[@]}" -q --no-build-isolation -c constraints.txt "${args[@]}"
 
+# Byte-compile the checkout: editable installs are not compiled by pip, and where
+# PYTHONDONTWRITEBYTECODE is set every `ora` command would recompile every module it imports.
+"$PY" -m compileall -q ora_core ora_modes plugins >/dev/null
+
 if "$VENV/bin/ora" vault --help >/dev/null 2>&1 && [ -d vault ]; then
   say "ingesting the sample vault"
   "$VENV/bin/ora" vault add vault

@@ -30,7 +30,7 @@ def test_web_stream_is_off_by_default_and_a_missing_retriever_is_named(front):
     result = run_turn(rt, CUI_BONO)
     assert web.calls == []
     assert "context-concept-no-retriever" in result.contingencies
-    web_on = front.Retriever("web-y", "web", [{"text": "harness", "type": "concept"}])
+    web_on = front.Retriever("web-y", "web", [{"text": "harness", "type": "web"}])
     rt_on = front.runtime(front.RetrieverPlugin(web_on),
                           rules=[front.phase_a_rule(CUI_BONO)],
                           retrieval={"streams": {"web": True}})

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from ora_core.lazy import lazy_compile
+
 BrokenCategory = Literal["exception_substitution", "browser_session", "backend_error", "rate_limit"]
 
 
@@ -26,7 +28,7 @@ class Marker:
 
 def _m(name: str, category: BrokenCategory, pattern: str, *, strong: bool = True,
        flags: int = re.IGNORECASE) -> Marker:
-    return Marker(name, category, re.compile(pattern, flags), strong)
+    return Marker(name, category, lazy_compile(pattern, flags), strong)
 
 
 MARKERS: tuple[Marker, ...] = (

@@ -43,6 +43,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ora_core.lazy import lazy_compile
 from ora_core.models import Verdict, VerdictStatus
 
 from .markers import BrokenCategory, find_markers
@@ -67,21 +68,21 @@ evidence, put the quotation in a fenced block or after `> `, never a bare verdic
 If you need a fact the package lacks, emit a `## SUPPLEMENTAL RAG REQUEST` block instead of a
 verdict."""
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
-_QUOTING_HEADING = re.compile(
+_FENCE = lazy_compile(r"^\s*(```|~~~)")
+_HEADING = lazy_compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+_QUOTING_HEADING = lazy_compile(
     r"supplemental rag result|\bevidence\b|\bretrieved\b|\bexcerpts?\b|\bquoted?\b|\bquotations?\b"
     r"|\bunder review\b|\boriginal (?:analysis|text|output|answer)\b|\bsource (?:text|material)\b"
     r"|\bcontext package\b|\bchunks?\b",
     re.IGNORECASE,
 )
-_REQUEST_HEADING = re.compile(r"supplemental rag request", re.IGNORECASE)
-_CONTRACT_LINE = re.compile(
+_REQUEST_HEADING = lazy_compile(r"supplemental rag request", re.IGNORECASE)
+_CONTRACT_LINE = lazy_compile(
     r"^[\s*_#-]*verdict[\s*_]*[:：\-–—][\s*_`]*"
     r"(?P<token>pass(?:ed)?|fail(?:ed)?|verified|not verified|verification failed)\b[\s*_`.!]*",
     re.IGNORECASE,
 )
-_LEGACY_LINE = re.compile(
+_LEGACY_LINE = lazy_compile(
     r"^[\s*_#-]*(?P<token>VERIFICATION FAILED|FAILED VERIFICATION|NOT VERIFIED|VERIFICATION PASSED"
     r"|VERIFIED)\b"
     r"|^[\s*_#-]*(?P<bare>PASS|FAIL)[\s*_.!]*$"

@@ -15,14 +15,15 @@ import re
 from datetime import datetime
 from typing import Any
 
+from ora_core.lazy import lazy_compile
 from ora_core.models import Signal
 
-_TIME = re.compile(r"\b([01]?\d|2[0-3])[:.h]([0-5]\d)(?::[0-5]\d)?\s*(a\.?m\.?|p\.?m\.?)?(?!\w)", re.I)
-_WEEKDAY = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I)
-_YEAR = re.compile(r"\b(19[5-9]\d|20\d\d|21\d\d)\b")
+_TIME = lazy_compile(r"\b([01]?\d|2[0-3])[:.h]([0-5]\d)(?::[0-5]\d)?\s*(a\.?m\.?|p\.?m\.?)?(?!\w)", re.I)
+_WEEKDAY = lazy_compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I)
+_YEAR = lazy_compile(r"\b(19[5-9]\d|20\d\d|21\d\d)\b")
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
            "october", "november", "december")
-_MONTH_DAY = re.compile(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)?\b"
+_MONTH_DAY = lazy_compile(r"\b(" + "|".join(_MONTHS) + r")\s+(\d{1,2})(?:st|nd|rd|th)?\b"
                         r"|\b(\d{1,2})(?:st|nd|rd|th)?\s+(?:of\s+)?(" + "|".join(_MONTHS) + r")\b", re.I)
 TOLERANCE_MIN = 3
 

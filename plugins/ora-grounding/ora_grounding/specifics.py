@@ -16,6 +16,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from ora_core.lazy import lazy_compile
+
 from .text import STOPWORDS, stem, words
 
 SpecificKind = Literal["number", "date", "name", "quotation"]
@@ -47,23 +49,23 @@ _ORDINAL_WORDS: dict[str, int] = {
 }
 
 _MONTH_ALT = "|".join(sorted(MONTHS, key=len, reverse=True))
-_DATE = re.compile(
+_DATE = lazy_compile(
     rf"\b(?P<m1>{_MONTH_ALT})\.?\s+(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<y1>\d{{4}}))?\b"
     rf"|\b(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m2>{_MONTH_ALT})\.?(?:,?\s+(?P<y2>\d{{4}}))?\b"
     rf"|\b(?P<m3>{_MONTH_ALT})\.?,?\s+(?P<y3>\d{{4}})\b",
     re.IGNORECASE,
 )
-_ISO_DATE = re.compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
-_NUMBER = re.compile(r"(?<![\w.])[-+]?\$?\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th|s)?(?![\w])")
-_QUOTE = re.compile(r"\"([^\"\n]{2,200})\"|“([^”\n]{2,200})”")
-_NAME = re.compile(
+_ISO_DATE = lazy_compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
+_NUMBER = lazy_compile(r"(?<![\w.])[-+]?\$?\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th|s)?(?![\w])")
+_QUOTE = lazy_compile(r"\"([^\"\n]{2,200})\"|“([^”\n]{2,200})”")
+_NAME = lazy_compile(
     r"(?<![\w'’.-])[A-Z](?:[\w'’\-]|\.(?=\w))*\.?"
     r"(?:\s+(?:(?:of|the|de|del|da|van|von|der|den|la|le|du|and|&)\s+)?[A-Z](?:[\w'’\-]|\.(?=\w))*\.?)*"
 )
-_NON_ALNUM = re.compile(r"[^a-z0-9]+")
+_NON_ALNUM = lazy_compile(r"[^a-z0-9]+")
 _SCALES = {"thousand": 1_000, "million": 1_000_000, "billion": 1_000_000_000, "trillion": 10**12,
            "k": 1_000, "m": 1_000_000, "bn": 1_000_000_000}
-_SCALE_AFTER = re.compile(r"\s*(thousand|million|billion|trillion|bn|k|m)\b", re.IGNORECASE)
+_SCALE_AFTER = lazy_compile(r"\s*(thousand|million|billion|trillion|bn|k|m)\b", re.IGNORECASE)
 
 
 class SpecificCheck(BaseModel):

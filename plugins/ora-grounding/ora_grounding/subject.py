@@ -15,19 +15,21 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
+from ora_core.lazy import lazy_compile
+
 #: Section headings whose whole section is protocol, not claims.
-_PROTOCOL_SECTION = re.compile(
+_PROTOCOL_SECTION = lazy_compile(
     r"^\s{0,3}#{1,6}\s*(?:SUPPLEMENTAL RAG (?:REQUEST|RESULT)|COVERAGE GAP|CRITICISMS (?:ACCEPTED|REJECTED)|"
     r"SUPPLEMENT CAP REACHED)\b",
     re.IGNORECASE,
 )
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
-_PROTOCOL_LINE = re.compile(
+_HEADING = lazy_compile(r"^\s{0,3}#{1,6}\s")
+_PROTOCOL_LINE = lazy_compile(
     r"^\s*(?:\*\*)?(?:CONFIDENCE|VERDICT)\s*(?:\*\*)?\s*[:=]\s*\S+\s*$"
     r"|^\s*\[(?:degraded|warning|unverified)\b[^\]]*\]\s*$",
     re.IGNORECASE,
 )
-_FENCE = re.compile(r"^\s*(```|~~~)")
+_FENCE = lazy_compile(r"^\s*(```|~~~)")
 
 
 class CheckableText(BaseModel):

@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from ora_core.lazy import lazy_compile
+
 STOPWORDS: frozenset[str] = frozenset([
     "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any",
     "are", "aren't", "as", "at", "be", "because", "been", "before", "being", "below", "between",
@@ -34,16 +36,16 @@ STOPWORDS: frozenset[str] = frozenset([
     "ll", "m", "re", "ve"
 ])
 
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Za-z0-9])")
-_BLOCK_START = re.compile(r"^\s*(?:[-*•]\s|\d+[.)]\s|>\s?)")
-_HEADING = re.compile(r"^\s*#{1,6}\s+")
-_ABBREVIATIONS = re.compile(
+_WORD = lazy_compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+_SENTENCE_END = lazy_compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Za-z0-9])")
+_BLOCK_START = lazy_compile(r"^\s*(?:[-*•]\s|\d+[.)]\s|>\s?)")
+_HEADING = lazy_compile(r"^\s*#{1,6}\s+")
+_ABBREVIATIONS = lazy_compile(
     r"\b(?:mr|mrs|ms|dr|prof|sr|jr|st|mt|vs|etc|inc|ltd|co|corp|no|vol|fig|approx|e\.g|i\.e|u\.s|"
     r"jan|feb|mar|apr|jun|jul|aug|sep|sept|oct|nov|dec)\.$",
     re.IGNORECASE,
 )
-_INITIAL = re.compile(r"(?:^|\s)[A-Z]\.$")
+_INITIAL = lazy_compile(r"(?:^|\s)[A-Z]\.$")
 
 
 def words(text: str) -> list[str]:
@@ -119,7 +121,7 @@ def split_sentences(text: str) -> list[str]:
 
 
 #: Sentences that carry no claim (conversational fillers, headings, hedges without content).
-_FILLER = re.compile(
+_FILLER = lazy_compile(
     r"^(?:(?:yes|no|yeah|yep|nope|sure|ok(?:ay)?|oh|wow|well|hmm|indeed|right|true|really|cool|"
     r"great|nice|awesome|interesting|absolutely|definitely|certainly|exactly|totally|of course|"
     r"ha(?:ha)+|lol|thanks?(?: you)?|i (?:see|agree|know|guess|think so|believe so)|"
@@ -129,8 +131,8 @@ _FILLER = re.compile(
 )
 
 
-_SPECIFIC_MARK = re.compile(r"[A-Z0-9&$%€£]")
-_AFFIRMATION = re.compile(r"^\s*(?:yes|no|yeah|yep|nope|correct|incorrect|true|false)\b[\s,.!]*$", re.IGNORECASE)
+_SPECIFIC_MARK = lazy_compile(r"[A-Z0-9&$%€£]")
+_AFFIRMATION = lazy_compile(r"^\s*(?:yes|no|yeah|yep|nope|correct|incorrect|true|false)\b[\s,.!]*$", re.IGNORECASE)
 
 
 def is_affirmation(text: str) -> bool:

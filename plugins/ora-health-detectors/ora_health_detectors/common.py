@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ora_core.lazy import lazy_compile
+
 LAYER = "model_output"
 KIND = "unhealthy"
 ASSUMES = frozenset({"model_generated"})
@@ -15,11 +17,11 @@ CONFIG_TABLE = "health-detectors"
 MIN_WORDS_KEY = "expected_min_words"
 DEFAULT_MIN_WORDS = 40
 
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-_SENTENCE = re.compile(r"[^.!?\n]+(?:[.!?]+|$)", re.MULTILINE)
+_FENCE = lazy_compile(r"^\s*(```|~~~)")
+_WORD = lazy_compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
+_SENTENCE = lazy_compile(r"[^.!?\n]+(?:[.!?]+|$)", re.MULTILINE)
 #: The authorised alternatives to confabulating (seed 000 §5.2): never unhealthy in themselves.
-AUTHORISED_BLOCK = re.compile(r"^\s*#{1,6}\s*(?:COVERAGE GAP|SUPPLEMENTAL RAG REQUEST)\b",
+AUTHORISED_BLOCK = lazy_compile(r"^\s*#{1,6}\s*(?:COVERAGE GAP|SUPPLEMENTAL RAG REQUEST)\b",
                               re.IGNORECASE | re.MULTILINE)
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ora_core.lazy import lazy_compile
 from ora_core.models import Signal
 
 from .common import (
@@ -45,7 +46,7 @@ class _Base:
 
 _CANT = r"(?:can(?:no|')?t|cannot|won'?t|will not|am unable to|'m unable to|am not able to|'m not able to|" \
         r"must decline to|am not going to|'m not going to|am not comfortable|'m not comfortable)"
-_REFUSAL = re.compile(
+_REFUSAL = lazy_compile(
     rf"\bI(?:'m| am) (?:sorry|afraid),? (?:but )?I {_CANT}"
     rf"|\bI {_CANT} (?:help|assist|comply|provide|do that|do this|fulfil+|complete|answer|engage|"
     rf"write|create|generate|continue|support|participate|produce|carry out|perform)\b"
@@ -57,7 +58,7 @@ _REFUSAL = re.compile(
     re.IGNORECASE,
 )
 #: Words that make "I can't provide X" an honest gap about the evidence, not a refusal.
-_GAP_WORDS = re.compile(
+_GAP_WORDS = lazy_compile(
     r"\b(?:verify|verified|confirm|evidence|package|source|sources|data|information|record|records|"
     r"access to|context|retriev\w*|document\w*|figure|know|knowledge|details on|gap)\b",
     re.IGNORECASE,
@@ -85,7 +86,7 @@ class RefusalDetector(_Base):
 
 # --- clarification loop ---------------------------------------------------------------------------
 
-_ASKS_USER = re.compile(
+_ASKS_USER = lazy_compile(
     r"\b(?:could|can|would|will) you (?:please )?(?:clarify|specify|provide|tell|share|elaborate|"
     r"confirm|explain|let me know|give)\b"
     r"|\bplease (?:clarify|specify|provide|confirm|let me know|tell me|elaborate)\b"
@@ -132,7 +133,7 @@ class ClarificationLoopDetector(_Base):
 
 # --- brief stub ---------------------------------------------------------------------------------------
 
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = lazy_compile(
     r"\bTODO\b|\bTBD\b|\bFIXME\b|\[(?:insert|placeholder|your|add|fill)[^\]\n]{0,60}\]"
     r"|<(?:insert|placeholder|fill)[^>\n]{0,60}>|\{\{[^}\n]{0,60}\}\}|\blorem ipsum\b"
     r"|\((?:to be (?:completed|continued|written|added)|details to follow)\)"
@@ -174,19 +175,19 @@ class BriefStubDetector(_Base):
 
 # --- leaked tool call -------------------------------------------------------------------------------
 
-_TOOL_MARKUP = re.compile(
+_TOOL_MARKUP = lazy_compile(
     r"</?tool_call>|</?tool_use>|</?function_calls>|<invoke\s+name=|<function=[\w.-]+>|</?tool_response>"
     r"|<\|(?:tool_call|tool_calls|python_tag|plugin|recipient|call)\|>|\[TOOL_CALLS\]|\[TOOL_REQUEST\]"
     r"|<\|(?:im_start|im_end|eot_id|start_header_id|end_header_id)\|>",
     re.IGNORECASE,
 )
-_TOOL_JSON = re.compile(
+_TOOL_JSON = lazy_compile(
     r"\{\s*\"(?:name|function|tool|tool_name)\"\s*:\s*\"[\w.\-]+\"\s*,\s*"
     r"\"(?:arguments|parameters|args|input|tool_input)\"\s*:"
     r"|\"(?:tool_calls|function_call|tool_use)\"\s*:\s*[\[{]"
     r"|\{\s*\"type\"\s*:\s*\"(?:function|tool_use)\"",
 )
-_REACT = re.compile(r"^\s*Action:\s*[\w.\-]+\s*\n\s*Action Input:", re.MULTILINE)
+_REACT = lazy_compile(r"^\s*Action:\s*[\w.\-]+\s*\n\s*Action Input:", re.MULTILINE)
 
 
 class LeakedToolCallDetector(_Base):

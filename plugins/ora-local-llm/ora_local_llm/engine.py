@@ -9,6 +9,8 @@ cancelled caller stops the model instead of leaving it running.
 
 from __future__ import annotations
 
+import atexit
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -53,6 +55,26 @@ class Generation:
 
 _MODELS: dict[tuple[Any, ...], LoadedModel] = {}
 _LOAD_LOCK = threading.Lock()
+
+
+def _close_models() -> None:
+    """Free every loaded model before interpreter teardown: llama-cpp-python's own finaliser runs
+    too late (its C bindings are already gone) and prints a TypeError on every exit."""
+    with _LOAD_LOCK:
+        models = list(_MODELS.values())
+        _MODELS.clear()
+    for model in models:
+        close = getattr(model.llama, "close", None)
+        if close is None:
+            continue
+        try:
+            close()
+        except Exception as exc:  # noqa: BLE001 - exiting anyway; say what failed, never hide it
+            print(f"ora-local-llm: closing {model.path.name} at exit failed: {type(exc).__name__}: {exc}",
+                  file=sys.stderr)
+
+
+atexit.register(_close_models)
 
 
 def loaded_models() -> list[LoadedModel]:

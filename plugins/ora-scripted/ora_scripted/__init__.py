@@ -16,7 +16,6 @@ A reply of the form ``!error:<kind>`` raises the typed ``BackendError`` of that 
 
 from __future__ import annotations
 
-import asyncio
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -101,6 +100,8 @@ class ScriptedBackend:
         start = time.perf_counter()
         self.calls.append(list(messages))
         if self.latency_s:
+            import asyncio  # here, not at the top: loading the plugin stays cheap
+
             await asyncio.sleep(self.latency_s)
         reply = self._choose(messages)
         if reply.startswith("!error:"):
