@@ -94,3 +94,15 @@ class LazyPattern:
 def lazy_compile(pattern: str, flags: int = 0) -> LazyPattern:
     """``re.compile`` deferred to first use (see ``LazyPattern``)."""
     return LazyPattern(pattern, flags)
+
+
+def lazy_exports(package: str, names: dict[str, str]) -> Any:
+    """A module ``__getattr__`` (PEP 562) importing ``package.<submodule>`` for each public name
+    on first access: ``__getattr__ = lazy_exports(__name__, {"OpenAIFactory": "backend"})``."""
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            return getattr(importlib.import_module(f"{package}.{names[name]}"), name)
+        raise AttributeError(f"module {package!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -8,25 +8,20 @@ messages become the top-level ``system`` field; retries on 429 (honouring ``retr
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from typing import Any
 
 from ora_core import hookimpl
-from ora_core.lazy import LazyBackendFactory
+from ora_core.lazy import LazyBackendFactory, lazy_exports
 
 #: Public names, imported on first access (PEP 562) so that loading the plugin stays cheap.
-_LAZY = {'AnthropicBackend': 'backend', 'AnthropicFactory': 'backend'}
+_LAZY = {"AnthropicBackend": "backend", "AnthropicFactory": "backend"}
 
 __all__ = [*sorted(_LAZY), "ora_register_backends"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 @hookimpl
 def ora_register_backends(register: Callable[..., None]) -> None:
-    register(LazyBackendFactory('anthropic', 'ora_anthropic.backend:AnthropicFactory'))
+    register(LazyBackendFactory("anthropic", "ora_anthropic.backend:AnthropicFactory"))

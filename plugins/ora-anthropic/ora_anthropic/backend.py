@@ -6,8 +6,6 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Sequence
-from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -24,6 +22,7 @@ from ora_core.errors import (
     ConfigError,
 )
 from ora_core.models import Completion, CompletionParams, Message
+from ora_core.retry_after import parse_retry_after
 
 BACKEND_TYPE = "anthropic"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -45,21 +44,6 @@ class _Transient(Exception):
     def __init__(self, error: BackendError) -> None:
         self.error = error
         super().__init__(str(error))
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - datetime.now(timezone.utc)).total_seconds())
 
 
 def to_wire(messages: Sequence[Message]) -> tuple[str, list[dict[str, str]]]:
@@ -134,7 +118,7 @@ class AnthropicBackend:
         detail = f"HTTP {status} {kind}: {raw.decode('utf-8', 'replace')[:1500]}"
         text = f"Anthropic API HTTP {status} ({kind or 'no error type'}): {message}"
         if status == 429:
-            wait = _retry_after(headers.get("retry-after"))
+            wait = parse_retry_after(headers.get("retry-after"))
             error = self._error(BackendRateLimited, text, detail, retry_after=wait)
             return _Transient(error) if wait is None or wait <= self.options.retry_after_max_s else error
         if status in (401, 403):

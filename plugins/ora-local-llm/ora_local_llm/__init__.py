@@ -9,25 +9,20 @@ This module stays light (no llama_cpp import): the model loads on the first call
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from typing import Any
 
 from ora_core import hookimpl
-from ora_core.lazy import LazyBackendFactory
+from ora_core.lazy import LazyBackendFactory, lazy_exports
 
 #: Public names, imported on first access (PEP 562) so that loading the plugin stays cheap.
-_LAZY = {'LocalLLMFactory': 'backend'}
+_LAZY = {"LocalLLMFactory": "backend"}
 
 __all__ = [*sorted(_LAZY), "ora_register_backends"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 @hookimpl
 def ora_register_backends(register: Callable[..., None]) -> None:
-    register(LazyBackendFactory('local-llm', 'ora_local_llm.backend:LocalLLMFactory'))
+    register(LazyBackendFactory("local-llm", "ora_local_llm.backend:LocalLLMFactory"))

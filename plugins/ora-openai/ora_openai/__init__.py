@@ -11,25 +11,20 @@ opt-in response cache keyed by the full request. Every failure is a typed ``Back
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
-from typing import Any
 
 from ora_core import hookimpl
-from ora_core.lazy import LazyBackendFactory
+from ora_core.lazy import LazyBackendFactory, lazy_exports
 
 #: Public names, imported on first access (PEP 562) so that loading the plugin stays cheap.
-_LAZY = {'OpenAIBackend': 'backend', 'OpenAIFactory': 'backend', 'CircuitBreaker': 'breaker', 'breaker_for': 'breaker'}
+_LAZY = {"OpenAIBackend": "backend", "OpenAIFactory": "backend", "CircuitBreaker": "breaker", "breaker_for": "breaker"}
 
 __all__ = [*sorted(_LAZY), "ora_register_backends"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)
 
 
 @hookimpl
 def ora_register_backends(register: Callable[..., None]) -> None:
-    register(LazyBackendFactory('openai', 'ora_openai.backend:OpenAIFactory'))
+    register(LazyBackendFactory("openai", "ora_openai.backend:OpenAIFactory"))

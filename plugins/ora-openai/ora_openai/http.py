@@ -9,8 +9,6 @@ else (401/403, other 4xx, malformed bodies, an open circuit) fails at once.
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 from ora_core.errors import (
@@ -21,6 +19,7 @@ from ora_core.errors import (
     BackendTimeout,
     BackendUnavailable,
 )
+from ora_core.retry_after import parse_retry_after
 
 
 class Transient(Exception):
@@ -29,24 +28,6 @@ class Transient(Exception):
     def __init__(self, error: BackendError) -> None:
         self.error = error
         super().__init__(str(error))
-
-
-def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
-    """``Retry-After`` as seconds: delta-seconds or an HTTP date; None when absent or unreadable."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
 
 
 def server_message(body: bytes) -> str:
