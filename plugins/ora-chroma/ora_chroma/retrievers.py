@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from ora_core.errors import RetrievalError
@@ -100,6 +101,33 @@ class _ChromaRetriever:
                                         f"collections {filters.collections}"))
         return None
 
+    def _nearest(self, store: VaultStore, config: Any, col: Any, name: str, query_text: str,
+                 filters: RetrievalFilters, k: int, floor: float, ctx: Any,
+                 scope: dict[str, Any] | None = None) -> _Search:
+        """Embed the query (once per turn), query ``col`` under the filters (and ``scope``),
+        keep what clears the floor, rank it: the part every Chroma stream shares."""
+        vector = embed_query(query_text, ctx)
+        where = build_where(filters, scope)
+        n = k * store.settings.oversample
+        candidates = query(col, vector, n, where)
+        matches = [c for c in candidates if c.score >= floor]
+        ranked = rank(matches, k=k, approved_weight=config.retrieval.approved_weight,
+                      max_chars=store.settings.max_chars, collection=name, stream=self.stream)
+        out = Retrieval(stream=self.stream, query=query_text, chunks=ranked.chunks, retriever=self.name)
+        return _Search(vector=vector, where=where, n=n, candidates=candidates, matches=matches, ranked=ranked,
+                       out=out)
+
+
+@dataclass
+class _Search:
+    vector: Any
+    where: Any
+    n: int
+    candidates: list[Any]
+    matches: list[Any]
+    ranked: Any
+    out: Retrieval
+
 
 class ConceptRetriever(_ChromaRetriever):
     """Vault chunks nearest the query."""
@@ -116,21 +144,14 @@ class ConceptRetriever(_ChromaRetriever):
         excluded = self._excluded(name, col, filters, query_text, applied)
         if excluded:
             return excluded
-        vector = embed_query(query_text, ctx)
-        where = build_where(filters)
-        n = k * store.settings.oversample
-        candidates = query(col, vector, n, where)
-        matches = [c for c in candidates if c.score >= floor]
-        ranked = rank(matches, k=k, approved_weight=config.retrieval.approved_weight,
-                      max_chars=store.settings.max_chars, collection=name, stream=self.stream)
-        out = Retrieval(stream=self.stream, query=query_text, chunks=ranked.chunks, retriever=self.name)
-        if not ranked.chunks:
-            unfiltered = candidates if where is None else query(col, vector, n, None)
-            out.empty_diagnosis = diagnose(
-                scope_total=col.count(), candidates=candidates, matches=matches, unfiltered=unfiltered,
-                floor=floor, filtered=where is not None, dropped_by_budget=ranked.dropped_by_budget,
-                applied=applied, scope=f"collection {name!r}")
-        return out
+        found = self._nearest(store, config, col, name, query_text, filters, k, floor, ctx)
+        if not found.ranked.chunks:
+            unfiltered = found.candidates if found.where is None else query(col, found.vector, found.n, None)
+            found.out.empty_diagnosis = diagnose(
+                scope_total=col.count(), candidates=found.candidates, matches=found.matches,
+                unfiltered=unfiltered, floor=floor, filtered=found.where is not None,
+                dropped_by_budget=found.ranked.dropped_by_budget, applied=applied, scope=f"collection {name!r}")
+        return found.out
 
 
 class ConversationRetriever(_ChromaRetriever):
@@ -151,22 +172,16 @@ class ConversationRetriever(_ChromaRetriever):
         excluded = self._excluded(name, col, filters, query_text, applied)
         if excluded:
             return excluded
-        vector = embed_query(query_text, ctx)
-        where = build_where(filters, scope)
-        n = k * store.settings.oversample
-        candidates = query(col, vector, n, where)
-        matches = [c for c in candidates if c.score >= floor]
-        ranked = rank(matches, k=k, approved_weight=config.retrieval.approved_weight,
-                      max_chars=store.settings.max_chars, collection=name, stream=self.stream)
-        out = Retrieval(stream=self.stream, query=query_text, chunks=ranked.chunks, retriever=self.name)
-        if not ranked.chunks:
+        found = self._nearest(store, config, col, name, query_text, filters, k, floor, ctx, scope)
+        out = found.out
+        if not found.ranked.chunks:
             filtered = bool(filter_clauses(filters))
-            unfiltered = query(col, vector, n, scope) if filtered else candidates
+            unfiltered = query(col, found.vector, found.n, scope) if filtered else found.candidates
             in_scope = len(col.get(where=scope, limit=1, include=[])["ids"])
             diag = diagnose(
-                scope_total=col.count() if in_scope else 0, candidates=candidates, matches=matches,
+                scope_total=col.count() if in_scope else 0, candidates=found.candidates, matches=found.matches,
                 unfiltered=unfiltered, floor=floor, filtered=filtered,
-                dropped_by_budget=ranked.dropped_by_budget, applied=applied,
+                dropped_by_budget=found.ranked.dropped_by_budget, applied=applied,
                 scope=f"collection {name!r} for conversation {conversation_id!r}")
             if not in_scope:
                 diag.detail = (f"no turn of conversation {conversation_id!r} is indexed "
