@@ -2,8 +2,9 @@
 
 A server that rate-limits says how long to wait either as delta-seconds (``"30"``) or as an HTTP
 date; both become seconds from now. An absent or unreadable header is ``None`` — the caller then
-falls back to its own backoff, and the typed error it raises carries ``retry_after=None`` so the
-trace shows the server gave no figure.
+falls back to its own backoff, and the typed error it raises carries ``retry_after=None``; its
+message says which of the two it was (``retry_after_note``), so an unreadable header is never
+mistaken for an absent one.
 """
 
 from __future__ import annotations
@@ -28,3 +29,13 @@ def parse_retry_after(value: str | None, now: datetime | None = None) -> float |
     if when.tzinfo is None:
         when = when.replace(tzinfo=timezone.utc)
     return max(0.0, (when - (now or datetime.now(timezone.utc))).total_seconds())
+
+
+def retry_after_note(raw: str | None, seconds: float | None) -> str:
+    """The part of a rate-limit error message about ``Retry-After``: the wait, the unreadable raw
+    value (the caller falls back to its own backoff), or nothing when the server sent none."""
+    if seconds is not None:
+        return f", Retry-After {seconds:g}s"
+    if raw and raw.strip():
+        return f", Retry-After unreadable: {raw.strip()[:80]!r}, backing off on our own schedule"
+    return ""

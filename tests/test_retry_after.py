@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ora_core.retry_after import parse_retry_after
+from ora_core.retry_after import parse_retry_after, retry_after_note
 
 NOW = datetime(2026, 11, 23, 12, 0, 0, tzinfo=timezone.utc)
 
@@ -24,3 +24,9 @@ def test_absent_or_unreadable_headers_are_none_so_the_caller_backs_off_itself():
     assert parse_retry_after(None, NOW) is None
     assert parse_retry_after("", NOW) is None
     assert parse_retry_after("soon", NOW) is None
+
+
+def test_the_error_message_tells_an_unreadable_header_from_an_absent_one():
+    assert retry_after_note("30", 30.0) == ", Retry-After 30s"
+    assert "unreadable: 'soon'" in retry_after_note("soon", parse_retry_after("soon", NOW))
+    assert retry_after_note(None, None) == ""

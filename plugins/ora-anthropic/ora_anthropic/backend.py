@@ -22,7 +22,7 @@ from ora_core.errors import (
     ConfigError,
 )
 from ora_core.models import Completion, CompletionParams, Message
-from ora_core.retry_after import parse_retry_after
+from ora_core.retry_after import parse_retry_after, retry_after_note
 
 BACKEND_TYPE = "anthropic"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
@@ -118,8 +118,9 @@ class AnthropicBackend:
         detail = f"HTTP {status} {kind}: {raw.decode('utf-8', 'replace')[:1500]}"
         text = f"Anthropic API HTTP {status} ({kind or 'no error type'}): {message}"
         if status == 429:
-            wait = parse_retry_after(headers.get("retry-after"))
-            error = self._error(BackendRateLimited, text, detail, retry_after=wait)
+            raw_wait = headers.get("retry-after")
+            wait = parse_retry_after(raw_wait)
+            error = self._error(BackendRateLimited, text + retry_after_note(raw_wait, wait), detail, retry_after=wait)
             return _Transient(error) if wait is None or wait <= self.options.retry_after_max_s else error
         if status in (401, 403):
             return self._error(BackendAuthError, text, detail)

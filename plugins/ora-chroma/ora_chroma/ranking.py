@@ -76,12 +76,15 @@ def query(collection: Any, vector: list[float], n: int, where: dict[str, Any] | 
             for i, d, m, dist in zip(ids, docs, metas, dists, strict=False)]
 
 
-def _when(raw: Any) -> datetime | None:
+def _when(raw: Any, info: dict[str, Any]) -> datetime | None:
+    """The chunk's ingest time; an unreadable stored value is kept, named, in the provenance's
+    ``extra["ingested_at_unreadable"]`` rather than dropped (a store written by another tool)."""
     if not raw:
         return None
     try:
         return datetime.fromisoformat(str(raw))
     except ValueError:
+        info["ingested_at_unreadable"] = str(raw)[:100]
         return None
 
 
@@ -95,6 +98,7 @@ def to_chunk(c: Candidate, *, collection: str, stream: str, weight: float,
         info["tags"] = tags
     info["weighted_score"] = round(c.score * weight, 4)
     info.update(extra or {})
+    ingested_at = _when(meta.get("ingested_at"), info)
     return Chunk(id=c.id, text=c.text, provenance=Provenance(
         collection=collection,
         source=c.source,
@@ -104,7 +108,7 @@ def to_chunk(c: Candidate, *, collection: str, stream: str, weight: float,
         approved=bool(meta.get("approved", False)),
         score=round(c.score, 4),
         weight=weight,
-        ingested_at=_when(meta.get("ingested_at")),
+        ingested_at=ingested_at,
         stream=stream,
         extra=info,
     ))

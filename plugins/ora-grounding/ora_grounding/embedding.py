@@ -73,7 +73,7 @@ def _load_shared_model() -> tuple[Any, str] | None:
     try:
         from ora_chroma import embedding as chroma_embedding
     except ImportError:
-        return None
+        return None  # ora-chroma not installed: no shared model to reuse; the caller loads its own
     try:
         return chroma_embedding.get_model(), "ora_chroma.embedding"
     except Exception as exc:  # noqa: BLE001 - re-raised as the verifier's typed error

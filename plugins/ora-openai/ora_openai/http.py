@@ -19,7 +19,7 @@ from ora_core.errors import (
     BackendTimeout,
     BackendUnavailable,
 )
-from ora_core.retry_after import parse_retry_after
+from ora_core.retry_after import parse_retry_after, retry_after_note
 
 
 class Transient(Exception):
@@ -55,9 +55,10 @@ def status_error(status: int, body: bytes, headers: Any, *, provider: str, model
     detail = f"HTTP {status} from {endpoint}: {body.decode('utf-8', 'replace')[:1500]}"
     kw = {"provider": provider, "model": model, "detail": detail}
     if status == 429:
-        retry_after = parse_retry_after(headers.get("retry-after"))
+        raw_retry_after = headers.get("retry-after")
+        retry_after = parse_retry_after(raw_retry_after)
         error = BackendRateLimited(f"rate limited by {endpoint} (HTTP 429"
-                                   + (f", Retry-After {retry_after:g}s" if retry_after is not None else "")
+                                   + retry_after_note(raw_retry_after, retry_after)
                                    + f"): {message}", retry_after=retry_after, **kw)
         transient = retry_after is None or retry_after <= retry_after_max_s
         return error, transient, "release"

@@ -290,6 +290,8 @@ class TurnWriter:
 
 
 def _device(path: Path) -> int | None:
+    """The file system of ``path``; None sends that turn to per-directory fsync, whose own
+    failure is recorded on the turn (``TurnWriter.sync``)."""
     try:
         return os.stat(path).st_dev
     except OSError:
