@@ -36,24 +36,35 @@ def assumptions_block(inferred_items: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def system_prompt(task: str = "", *, inferred_items: Sequence[str] = (), extra: str = "") -> str:
+def system_prompt(task: str = "", *, inferred_items: Sequence[str] = (), extra: str = "",
+                  context: str = "") -> str:
+    """The directive, Phase A's assumptions, then ``context``, ``extra`` and ``task``.
+
+    The order runs from what every call of a turn shares to what only this call has: the
+    directive and the assumptions are the same for the whole turn, ``context`` (the evidence
+    package) for every analytical step, ``extra`` (the protocol instructions) for every step of
+    one kind, ``task`` (the role) for this step alone. A backend that caches a prompt prefix
+    (llama.cpp's KV cache in-process, hosted prompt caching) then re-reads only the tail when
+    the next step of the turn comes: a re-revision does not pay again for the evidence.
+    """
     parts = [ANTI_CONFABULATION_DIRECTIVE]
     block = assumptions_block(inferred_items)
     if block:
         parts.append(block)
-    if task.strip():
-        parts.append(task.strip())
-    if extra.strip():
-        parts.append(extra.strip())
+    for part in (context, extra, task):
+        if part.strip():
+            parts.append(part.strip())
     return "\n\n".join(parts)
 
 
 def build_messages(task: str, user: str, *, inferred_items: Sequence[str] = (),
-                   extra_system: str = "") -> list[Message]:
-    """A system message (directive first) and one user message."""
+                   extra_system: str = "", context: str = "") -> list[Message]:
+    """A system message (directive first, then ``context``, ``extra_system`` and ``task``: see
+    ``system_prompt``) and one user message."""
     return [
         Message(role="system",
-                content=system_prompt(task, inferred_items=inferred_items, extra=extra_system)),
+                content=system_prompt(task, inferred_items=inferred_items, extra=extra_system,
+                                      context=context)),
         Message(role="user", content=user),
     ]
 
@@ -68,6 +79,8 @@ def turn_inferred_items(turn: object) -> list[str]:
     return list(getattr(phase_a, "inferred_items", None) or [])
 
 
-def build_turn_messages(turn: object, task: str, user: str, *, extra_system: str = "") -> list[Message]:
+def build_turn_messages(turn: object, task: str, user: str, *, extra_system: str = "",
+                        context: str = "") -> list[Message]:
     """``build_messages`` for a step of a turn: Phase A's assumptions are always carried."""
-    return build_messages(task, user, inferred_items=turn_inferred_items(turn), extra_system=extra_system)
+    return build_messages(task, user, inferred_items=turn_inferred_items(turn), extra_system=extra_system,
+                          context=context)

@@ -184,7 +184,10 @@ class StepSpec:
     purpose: str  # analyst | evaluator | reviser | consolidator | verifier
     prompt_key: str
     task: str
-    package: str
+    package: str  # what this step alone is given (its inputs, the request): the user message
+    #: What the turn's analytical steps share (the evidence package): sent ahead of the protocol
+    #: and the task in the system message, so a prompt-caching backend re-reads only the tail.
+    evidence: str = ""
     stream: str = ""
     primary: bool = False
     min_words: int | None = None
@@ -196,6 +199,11 @@ class StepSpec:
     #: Runs inside the step on an accepted output: ``postprocess(text, step) -> text`` (e.g. a
     #: reviser's accepted/rejected record moved from the text into the step output).
     postprocess: Callable[[str, Any], str] | None = None
+
+    @property
+    def given(self) -> str:
+        """Everything the model is given as material: the step's own package, then the evidence."""
+        return "\n\n".join(p for p in (self.package, self.evidence) if p)
 
 
 @dataclass
@@ -311,7 +319,7 @@ async def run_model_step(gc: Any, spec: StepSpec) -> StepOutcome:
     outcome = StepOutcome(step=spec.name)
     state = _StepState()
     with turn.step(spec.name, role=spec.role, purpose=spec.purpose, kind="probabilistic", stream=spec.stream,
-                   prompt_key=spec.prompt_key, task=spec.task, package=spec.package,
+                   prompt_key=spec.prompt_key, task=spec.task, package=spec.package, evidence=spec.evidence,
                    backend=gc.backend_for(spec.role), **spec.inputs) as step:
         step.health.kind = "probabilistic"
         retry: RetryContext | None = None
@@ -362,7 +370,7 @@ async def run_model_step(gc: Any, spec: StepSpec) -> StepOutcome:
             # results, never the negative context of a retry (a quotation parroted from the
             # previous attempt's summary is not grounded by being in the retry block).
             failure = await _gates(gc, spec, step, attempt, text, confidence, problem,
-                                   spec.package + "".join(state.blocks))
+                                   spec.given + "".join(state.blocks))
             outcome.confidence, outcome.band = attempt.confidence, attempt.band
             outcome.judge_score = attempt.judge.score if attempt.judge else None
             if failure is None:
@@ -530,7 +538,8 @@ async def _call(gc: Any, spec: StepSpec, state: _StepState, package: str, attemp
             if state.used >= cap and state.used > 0:
                 extra.append(supplement.coverage_gap_text(cap))
         user = package + "".join(state.blocks)
-        messages = build_turn_messages(turn, spec.task, user, extra_system="\n\n".join(extra))
+        messages = build_turn_messages(turn, spec.task, user, extra_system="\n\n".join(extra),
+                                       context=spec.evidence)
         calls += 1
         try:
             text, completion = await _model_call(gc, spec, messages, attempt, calls, regenerating)
@@ -539,9 +548,10 @@ async def _call(gc: Any, spec: StepSpec, state: _StepState, package: str, attemp
                 supplement.finish(turn, pending, None, False)
             raise
         # what the model was given, minus a retry's negative context: text found there is not an echo
-        given = spec.package + "".join(state.blocks)
+        given = spec.given + "".join(state.blocks)
         signals = _detect(gc, spec, text, given)
-        request, notes = supplement.parse_request(text, sent=package) if spec.supplements else (None, [])
+        request, notes = (supplement.parse_request(text, sent=package + "\n\n" + spec.evidence)
+                          if spec.supplements else (None, []))
         if pending is not None:
             supplement.finish(turn, pending, text, request is not None)
             pending = None
@@ -564,7 +574,7 @@ async def _call(gc: Any, spec: StepSpec, state: _StepState, package: str, attemp
         # "Did the package already hold these terms?" is asked of the evidence the model had (the
         # step's package and what earlier supplements fetched), not of the protocol's own blocks
         # (a repeated request would find its own query terms in them).
-        had = spec.package + "".join("\n" + c.text for r in state.retrievals for c in r.chunks)
+        had = spec.given + "".join("\n" + c.text for r in state.retrievals for c in r.chunks)
         record, retrievals, block = await supplement.fetch(gc.runtime, turn, spec.name, request, state.used, had)
         state.records.append(record)
         state.retrievals.extend(retrievals)

@@ -197,10 +197,10 @@ async def _model_verdict(gc: Any, step: str, which: Which, subject: str, criteri
     from .pipeline.context import render_evidence
     from .reliability import StepSpec, _call, _StepState
 
-    package = (f"## VERIFICATION CRITERIA\n{criteria}\n\n## ANALYSIS UNDER REVIEW\n{subject}\n\n"
-               f"{render_evidence(gc.package)}{gc.supplement_block()}")
+    package = f"## VERIFICATION CRITERIA\n{criteria}\n\n## ANALYSIS UNDER REVIEW\n{subject}"
     spec = StepSpec(name=step, role=which, purpose="verifier", prompt_key=f"verify.{which}",
-                    task=VERIFIER_TASK + "\n\n" + VERDICT_CONTRACT, package=package, stream=point.stream,
+                    task=VERIFIER_TASK + "\n\n" + VERDICT_CONTRACT, package=package,
+                    evidence=render_evidence(gc.package) + gc.supplement_block(), stream=point.stream,
                     layer="verifier_output", quoted=quoted)
     state = _StepState()
     try:

@@ -61,6 +61,13 @@ def test_a_lazy_pattern_compiles_on_first_use_and_matches_like_re():
     assert pattern.search("A Cui Bono analysis").group(0) == "Cui Bono"
     assert pattern.sub("X", "cui bono?") == "X?"
     assert pattern.pattern == r"\bcui\s+bono\b" and pattern.flags & re.IGNORECASE
+    text = "cui bono? Cui  bono!"
+    real = re.compile(r"\bcui\s+bono\b", re.IGNORECASE)
+    assert pattern.findall(text) == real.findall(text)
+    assert [m.span() for m in pattern.finditer(text)] == [m.span() for m in real.finditer(text)]
+    assert pattern.split(text) == real.split(text)
+    assert pattern.match(text).group(0) == "cui bono" and pattern.fullmatch("CUI BONO")
+    assert lazy_compile("x").findall("xyx") == ["x", "x"]  # a fresh one compiles on any method
 
 
 def test_lazy_exports_import_the_submodule_on_first_access():

@@ -34,6 +34,9 @@ def test_fast_path_event_equals_a_validated_one() -> None:
     again = TraceEvent.model_validate(event.model_dump())
     assert again == event and again.model_dump(mode="json") == event.model_dump(mode="json")
     assert [e.seq for e in sink.events] == [1, 2] and sink.events[-1] is event
+    assert event.model_fields_set == set(TraceEvent.model_fields)
+    assert event.model_dump_json() == again.model_dump_json()
+    assert event.model_copy(update={"step": "t"}).step == "t" and event.step == "s"
 
 
 def test_an_unknown_kind_is_still_a_validation_error() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from ora_core.pipeline.gears.roles import choose_breadth
 
 MODEL = {"verification": {"verifier": "model", "final_verifier": "model"},
@@ -27,6 +29,30 @@ def test_gear_2_fail_is_revised_by_the_reviser_and_verified_again(gears):
     assert result.answer.startswith("RE-REVISED")
     assert "reviser" in [c.role for c in result.runtime_role_models]
     assert trace.step("gear2-cycle1-re-revision")["output"]["criticisms_accepted"]
+
+
+def test_the_steps_of_a_turn_share_the_evidence_as_a_prompt_prefix(gears):
+    """The evidence sits ahead of the protocol and the role in the system message, so the
+    analyst, the model verifier and the re-reviser of one turn all start with the same text: a
+    prefix-caching backend (llama.cpp's KV cache) re-reads only the part that differs."""
+    rules = gears.rules(first=[gears.role(r"(?s)ROLE: VERIFIER.*UNDER REVIEW\s+GEAR2-ANALYSIS", gears.FAIL, on="any")])
+    result, _, rt = gears.run(rules=rules, mode="standard", prompt="Explain why the harness shift matters.",
+                              plugins=[gears.Plugin(retrievers=[gears.Retriever(VAULT)])], **MODEL)
+    assert result.verdicts == {"gear2-cycle1-verify": "FAIL", "gear2-cycle2-verify": "PASS"}
+    calls = [c for c in rt.pool._built["local"].calls if "PHASE A CLEANUP" not in c[0].content]
+    systems = {next(r for r in ("ROLE: ANALYST", "ROLE: VERIFIER", "ROLE: RE-REVISER") if r in c[0].content):
+               c[0].content for c in calls}
+    assert len(systems) == 3
+    shared = os.path.commonprefix(list(systems.values()))
+    assert "## EVIDENCE PACKAGE" in shared and VAULT[0]["text"] in shared
+    assert "ROLE:" not in shared
+    # the analyst and the re-reviser share the protocol instructions too; only the role differs
+    analytical = os.path.commonprefix([systems["ROLE: ANALYST"], systems["ROLE: RE-REVISER"]])
+    assert "## SUPPLEMENTAL RAG PROTOCOL" in analytical and "## CONFIDENCE" in analytical
+    # the user message carries the step's own material and the request, not the evidence again
+    for call in calls:
+        assert VAULT[0]["text"] not in call[1].content
+        assert "## THE USER'S REQUEST" in call[1].content or "ROLE: VERIFIER" in call[0].content
 
 
 def test_gear_2_broken_verification_ships_with_a_warning_and_an_oversight_event(gears):

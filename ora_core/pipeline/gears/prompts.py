@@ -71,8 +71,15 @@ def evidence_block(gc: Any) -> str:
     return render_evidence(gc.package) + gc.supplement_block()
 
 
+def _spec(gc: Any, **fields: Any) -> StepSpec:
+    """An analytical step: its own package plus the turn's shared evidence."""
+    return StepSpec(evidence=evidence_block(gc), **fields)
+
+
 def package(gc: Any, *parts: str) -> str:
-    return "\n\n".join(p for p in (*parts, request_block(gc), evidence_block(gc)) if p)
+    """A step's own package (the user message): its inputs, then the request. The evidence
+    goes separately (``StepSpec.evidence``, from ``evidence_block``) into the system message."""
+    return "\n\n".join(p for p in (*parts, request_block(gc)) if p)
 
 
 # --- analysts ---------------------------------------------------------------------------------------
@@ -89,7 +96,7 @@ def analyst_spec(gc: Any, *, name: str, role: str, kind: str, primary: bool, str
                 "on your own: commit to your analysis; another model analyses the same request "
                 "independently and will critique yours.")
         sections = (f"{label} ANALYSIS GUIDANCE",)
-    return StepSpec(name=name, role=role, purpose="analyst", prompt_key=f"gear{gc.gear}.{kind}-analyst",
+    return _spec(gc, name=name, role=role, purpose="analyst", prompt_key=f"gear{gc.gear}.{kind}-analyst",
                     task=_task(head, gc, *sections), package=package(gc), stream=stream, primary=primary,
                     inputs={"analyst": kind})
 
@@ -98,7 +105,7 @@ def breadth_review_spec(gc: Any, *, name: str, role: str, depth_text: str) -> St
     head = ("ROLE: BREADTH REVIEWER (gear 3, sequential). A depth analyst wrote the analysis below. "
             "Review it for breadth and soundness, then write the complete improved analysis (not a "
             "critique): keep what the evidence supports, correct what it does not, add what is missing.")
-    return StepSpec(name=name, role=role, purpose="reviser", prompt_key="gear3.breadth-review",
+    return _spec(gc, name=name, role=role, purpose="reviser", prompt_key="gear3.breadth-review",
                     task=_task(head, gc, "BREADTH ANALYSIS GUIDANCE", "EVALUATION CRITERIA",
                                "OUTPUT FORMAT GUIDANCE"),
                     package=package(gc, f"## DEPTH ANALYSIS UNDER REVIEW\n{depth_text}"), stream="breadth")
@@ -111,7 +118,7 @@ def evaluator_spec(gc: Any, *, name: str, role: str, target: str, text: str) -> 
             "another model. Find what is wrong with it: unsupported claims, skipped inferential steps, "
             "confidence the evidence does not warrant. Do not summarise it, do not refine it, do not "
             "rewrite it.")
-    return StepSpec(name=name, role=role, purpose="evaluator", prompt_key=f"gear4.evaluate-{target}",
+    return _spec(gc, name=name, role=role, purpose="evaluator", prompt_key=f"gear4.evaluate-{target}",
                     task=_task(head, gc, "EVALUATION CRITERIA", tail=EVALUATION_CONTRACT),
                     package=package(gc, f"## {target.upper()} ANALYSIS UNDER REVIEW\n{text}"), stream=target,
                     postprocess=_check_contract)
@@ -140,7 +147,7 @@ def reviser_spec(gc: Any, *, name: str, role: str, slot: str, own: str, critique
     head = (f"ROLE: REVISER (gear 4, step 5) — the {slot.upper()} stream. Revise YOUR analysis in light of "
             "the critique it received. Some criticisms are right and the analysis changes; some are "
             "off-target and it stands. Output the full revised analysis.")
-    return StepSpec(name=name, role=role, purpose="reviser", prompt_key=f"gear4.revise-{slot}",
+    return _spec(gc, name=name, role=role, purpose="reviser", prompt_key=f"gear4.revise-{slot}",
                     task=_task(head, gc, "REVISION GUIDANCE", "OUTPUT FORMAT GUIDANCE", tail=REVISION_RECORD),
                     package=package(gc, f"## YOUR ANALYSIS ({slot} stream)\n{own}",
                                     f"## CRITIQUE RECEIVED (from the {critic} model)\n{critique}"),
@@ -162,7 +169,7 @@ def re_revision_spec(gc: Any, name: str, slot: str, role: str, text: str, verdic
     head = (f"ROLE: RE-REVISER (verification cycle {cycle} FAILED) — {who}. A verifier failed the analysis "
             "below against the verification criteria. Fix what it found; keep what holds. Output the "
             "full revised analysis.")
-    return StepSpec(name=name, role=role, purpose="reviser", prompt_key=f"gear{gc.gear}.re-revise",
+    return _spec(gc, name=name, role=role, purpose="reviser", prompt_key=f"gear{gc.gear}.re-revise",
                     task=_task(head, gc, "VERIFICATION CRITERIA", "REVISION GUIDANCE", tail=REVISION_RECORD),
                     package=package(gc, f"## ANALYSIS THAT FAILED VERIFICATION\n{text}",
                                     f"## VERIFIER FINDINGS (cycle {cycle}: FAIL, verifier {verdict.verifier})\n"
@@ -210,7 +217,7 @@ def consolidator_spec(gc: Any, *, name: str, streams: dict[str, tuple[str, str]]
             "synthesis that resolves their overlap and keeps their genuine disagreements visible, not a "
             "concatenation.")
     parts = [f"## {slot.upper()} ANALYSIS (verification: {status})\n{text}" for slot, (text, status) in streams.items()]
-    return StepSpec(name=name, role="consolidator", purpose="consolidator", prompt_key="gear4.consolidate",
+    return _spec(gc, name=name, role="consolidator", purpose="consolidator", prompt_key="gear4.consolidate",
                     task=_task(head, gc, "CONSOLIDATION GUIDANCE", "OUTPUT FORMAT GUIDANCE"),
                     package=package(gc, *parts))
 
@@ -219,7 +226,7 @@ def corrective_spec(gc: Any, name: str, role: str, text: str, verdict: Any) -> S
     head = ("ROLE: CORRECTIVE REVISER (final verification FAILED). Correct the answer below so that it "
             "passes: fix exactly what the verifier found, change nothing else, and name as a COVERAGE GAP "
             "whatever the evidence cannot support. Output the full corrected answer.")
-    return StepSpec(name=name, role=role, purpose="consolidator" if role == "consolidator" else "reviser",
+    return _spec(gc, name=name, role=role, purpose="consolidator" if role == "consolidator" else "reviser",
                     prompt_key=f"gear{gc.gear}.corrective-revision",
                     task=_task(head, gc, "VERIFICATION CRITERIA", "OUTPUT FORMAT GUIDANCE"),
                     package=package(gc, f"## ANSWER THAT FAILED FINAL VERIFICATION\n{text}",

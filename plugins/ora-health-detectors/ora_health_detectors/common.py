@@ -25,9 +25,25 @@ AUTHORISED_BLOCK = lazy_compile(r"^\s*#{1,6}\s*(?:COVERAGE GAP|SUPPLEMENTAL RAG 
                               re.IGNORECASE | re.MULTILINE)
 
 
-def mask_quoted(text: str) -> tuple[str, list[bool]]:
+#: The four detectors read the same output one after another: the last masking and sentence
+#: split are kept (one entry each, replaced whole, so threads never see a half-written one).
+_last_mask: tuple[str, tuple[str, tuple[bool, ...]]] | None = None
+_last_sentences: tuple[str, tuple[tuple[int, int, str], ...]] | None = None
+
+
+def mask_quoted(text: str) -> tuple[str, tuple[bool, ...]]:
     """``text`` with fenced blocks and ``>`` quote lines blanked (same length, same offsets),
     and for each line whether it was inside a fence."""
+    global _last_mask
+    last = _last_mask
+    if last is not None and last[0] == text:
+        return last[1]
+    result = _mask_quoted(text)
+    _last_mask = (text, result)
+    return result
+
+
+def _mask_quoted(text: str) -> tuple[str, tuple[bool, ...]]:
     text = text.replace("’", "'")  # curly apostrophes; same length, offsets hold
     out: list[str] = []
     fenced: list[bool] = []
@@ -44,16 +60,22 @@ def mask_quoted(text: str) -> tuple[str, list[bool]]:
             continue
         fenced.append(False)
         out.append(" " * len(line) if line.lstrip().startswith(">") else line)
-    return "\n".join(out), fenced
+    return "\n".join(out), tuple(fenced)
 
 
 def word_count(text: str) -> int:
     return len(_WORD.findall(text))
 
 
-def sentences(text: str) -> list[tuple[int, int, str]]:
+def sentences(text: str) -> tuple[tuple[int, int, str], ...]:
     """``(start, end, sentence)`` for each sentence of ``text`` (a line break ends one too)."""
-    return [(m.start(), m.end(), m.group(0).strip()) for m in _SENTENCE.finditer(text) if m.group(0).strip()]
+    global _last_sentences
+    last = _last_sentences
+    if last is not None and last[0] == text:
+        return last[1]
+    found = tuple((m.start(), m.end(), m.group(0).strip()) for m in _SENTENCE.finditer(text) if m.group(0).strip())
+    _last_sentences = (text, found)
+    return found
 
 
 def plugin_settings(ctx: Any) -> dict[str, Any]:

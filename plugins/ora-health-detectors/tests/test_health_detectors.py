@@ -192,3 +192,15 @@ def test_tool_call_format_shown_in_a_fenced_example_is_weak():
 ])
 def test_json_and_markup_that_are_not_tool_calls_do_not_fire(text):
     assert LeakedToolCallDetector().detect(text, None) == []
+
+
+def test_the_shared_masking_and_sentence_split_never_serve_another_texts_result() -> None:
+    from ora_health_detectors.common import mask_quoted, sentences
+
+    quoted, plain = "Intro.\n> quoted line\nEnd.", "One. Two!\nThree"
+    first = mask_quoted(quoted)
+    assert mask_quoted(plain) == (plain, (False, False))
+    assert mask_quoted(quoted) == first == ("Intro.\n             \nEnd.", (False, False, False))
+    assert [s for *_, s in sentences(plain)] == ["One.", "Two!", "Three"]
+    assert [s for *_, s in sentences(quoted)] == ["Intro.", "> quoted line", "End."]
+    assert [s for *_, s in sentences(plain)] == ["One.", "Two!", "Three"]

@@ -10,6 +10,7 @@ cancelled caller stops the model instead of leaving it running.
 from __future__ import annotations
 
 import atexit
+import os
 import sys
 import threading
 import time
@@ -40,6 +41,9 @@ class LoadedModel:
     has_gguf_template: bool
     lock: threading.Lock = field(default_factory=threading.Lock)
     calls: int = 0
+    batch_threads: int = 0
+    #: the (generation, batch) thread counts set on the context now (adapted per call)
+    active_threads: tuple[int, int] = (0, 0)
 
 
 @dataclass
@@ -51,6 +55,7 @@ class Generation:
     latency_s: float
     interrupted: str | None = None  # "timeout" | "cancelled" when the guard stopped the model
     waited_s: float = 0.0  # time spent waiting for the model's lock
+    threads: tuple[int, int] = (0, 0)  # (generation, batch) threads this call ran on
 
 
 _MODELS: dict[tuple[Any, ...], LoadedModel] = {}
@@ -77,6 +82,52 @@ def _close_models() -> None:
 atexit.register(_close_models)
 
 
+def _cpu_times() -> tuple[float, float] | None:
+    """(idle, total) jiffies of all CPUs from /proc/stat, or None where there is none."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            fields = f.readline().split()
+    except OSError:
+        return None
+    if not fields or fields[0] != "cpu":
+        return None
+    values = [float(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
+    return values[3] + values[4], sum(values)
+
+
+def idle_cores(window_s: float) -> float | None:
+    """How many cores sat idle over the next ``window_s`` seconds (None: cannot tell here)."""
+    before = _cpu_times()
+    if before is None:
+        return None
+    time.sleep(window_s)
+    after = _cpu_times()
+    if after is None or after[1] <= before[1]:
+        return None
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores * (after[0] - before[0]) / (after[1] - before[1])
+
+
+def choose_threads(configured: int, configured_batch: int, idle: float | None) -> tuple[int, int]:
+    """The thread counts for one call: the configured ones, capped by the idle cores (>= 1)."""
+    if idle is None:
+        return configured, configured_batch
+    cap = max(1, int(idle + 0.5))
+    return min(configured, cap), min(configured_batch, cap)
+
+
+def _set_threads(model: LoadedModel, opts: LocalLLMOptions) -> tuple[int, int]:
+    wanted = (model.threads, model.batch_threads or model.threads)
+    if opts.adapt_threads:
+        wanted = choose_threads(wanted[0], wanted[1], idle_cores(opts.adapt_window_s))
+    if wanted != model.active_threads:
+        from llama_cpp import llama_set_n_threads
+
+        llama_set_n_threads(model.llama.ctx, wanted[0], wanted[1])
+        model.active_threads = wanted
+    return wanted
+
+
 def loaded_models() -> list[LoadedModel]:
     """The models this process has loaded (for checks and benchmarks)."""
     with _LOAD_LOCK:
@@ -101,9 +152,11 @@ def load_model(path: Path, n_ctx: int, opts: LocalLLMOptions) -> LoadedModel:
                           chat_format=opts.chat_format, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
             raise EngineError("load", f"llama.cpp could not load {path}: {exc}") from exc
+        batch_threads = opts.batch_threads or opts.threads
         model = LoadedModel(llama=llama, path=path, n_ctx=n_ctx, threads=opts.threads,
                             load_s=time.perf_counter() - start, chat_format=str(llama.chat_format),
-                            has_gguf_template="tokenizer.chat_template" in llama.metadata)
+                            has_gguf_template="tokenizer.chat_template" in llama.metadata,
+                            batch_threads=batch_threads, active_threads=(opts.threads, batch_threads))
         _MODELS[key] = model
         return model
 
@@ -121,6 +174,7 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
         raise EngineError("busy", f"the model stayed busy with other calls for the whole timeout ({timeout_s:.1f}s)")
     waited = time.perf_counter() - started
     try:
+        threads = _set_threads(model, opts)
         llama = model.llama
         eos = llama.token_eos()
         state: dict[str, str | None] = {"interrupted": None}
@@ -176,4 +230,4 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
         model.lock.release()
     return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                       finish_reason=finish, latency_s=time.perf_counter() - started,
-                      interrupted=state["interrupted"], waited_s=waited)
+                      interrupted=state["interrupted"], waited_s=waited, threads=threads)

@@ -11,7 +11,7 @@ from pathlib import Path
 import ora_local_llm
 import ora_scripted
 import pytest
-from ora_local_llm.engine import generate, loaded_models
+from ora_local_llm.engine import choose_threads, generate, idle_cores, loaded_models
 from ora_local_llm.model_file import resolve_model_path
 from ora_local_llm.options import LocalLLMOptions
 
@@ -171,3 +171,30 @@ def test_unavailable_when_the_gguf_path_is_a_directory(tmp_path: Path) -> None:
     backend = backend_for(options={"model_path": str(tmp_path), "threads": 1})
     with pytest.raises(BackendUnavailable, match="is not a file"):
         asyncio.run(backend.complete(QUESTION, CompletionParams(max_tokens=4)))
+
+
+def test_threads_are_capped_by_the_idle_cores_never_below_one() -> None:
+    assert choose_threads(2, 2, 1.9) == (2, 2)
+    assert choose_threads(2, 2, 1.0) == (1, 1)  # one core busy with other work: one thread
+    assert choose_threads(4, 2, 3.0) == (3, 2)
+    assert choose_threads(2, 2, 0.1) == (1, 1)
+    assert choose_threads(2, 1, None) == (2, 1)  # cannot tell (no /proc/stat): as configured
+
+
+def test_idle_cores_reads_a_plausible_figure_here() -> None:
+    import os
+
+    idle = idle_cores(0.05)
+    assert idle is not None and 0.0 <= idle <= len(os.sched_getaffinity(0)) + 0.01
+
+
+def test_a_call_runs_on_the_adapted_threads_and_as_configured_without_adaptation() -> None:
+    adapted = backend_for(options={"threads": 2})
+    fixed = backend_for(options={"threads": 2, "adapt_threads": False})
+    for backend in (adapted, fixed):
+        loaded = backend._ensure_loaded()
+        gen = generate(loaded, [{"role": "user", "content": "Say OK."}], max_tokens=2, temperature=0.0, stop=(),
+                       timeout_s=60, opts=backend.options, cancel=threading.Event())
+        assert gen.threads == loaded.active_threads
+        assert 1 <= gen.threads[0] <= 2
+    assert gen.threads == (2, 2)  # the fixed backend (same model, loaded once) ran as configured
