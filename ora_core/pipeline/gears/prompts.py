@@ -155,10 +155,18 @@ def reviser_spec(gc: Any, *, name: str, role: str, slot: str, own: str, critique
 
 
 def _findings(verdict: Any) -> str:
+    """What a reviser is told a failed verification found: the reasons, the unsupported claims
+    the reasons do not already quote, and the verifier's report when its prose is the finding
+    (a model verifier, or a verifier that gave neither reasons nor claims). A non-LLM verifier's
+    full report (every claim, supported ones too, with its best evidence) stays in the trace:
+    repeating it cost a small local model ~700 prompt tokens per re-revision."""
     lines = [f"- {r}" for r in verdict.reasons] or ["- (no reasons given)"]
-    if verdict.unsupported_claims:
-        lines += ["Unsupported claims:", *(f"- {c}" for c in verdict.unsupported_claims)]
-    if verdict.raw_output.strip():
+    said = "\n".join(verdict.reasons)
+    claims = [c for c in verdict.unsupported_claims if c[:160] not in said]
+    if claims:
+        lines += ["Unsupported claims:", *(f"- {c}" for c in claims)]
+    prose = verdict.verifier == "model" or not (verdict.reasons or verdict.unsupported_claims)
+    if prose and verdict.raw_output.strip():
         raw = verdict.raw_output.strip()
         lines += ["Verifier report:", "```", raw if len(raw) <= 3000 else raw[:3000] + "…", "```"]
     return "\n".join(lines)
