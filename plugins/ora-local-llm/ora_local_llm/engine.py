@@ -116,16 +116,52 @@ def choose_threads(configured: int, configured_batch: int, idle: float | None) -
     return min(configured, cap), min(configured_batch, cap)
 
 
-def _set_threads(model: LoadedModel, opts: LocalLLMOptions) -> tuple[int, int]:
-    wanted = (model.threads, model.batch_threads or model.threads)
-    if opts.adapt_threads:
-        wanted = choose_threads(wanted[0], wanted[1], idle_cores(opts.adapt_window_s))
-    if wanted != model.active_threads:
-        from llama_cpp import llama_set_n_threads
+class _Threads:
+    """The thread counts of one call: chosen from the idle cores when the call starts, and
+    raised while it generates once other work has let go of a core (the embedding model that
+    finishes loading during Phase A). Never lowered mid-call: llama.cpp's own threads spin, so
+    while they run a busy machine and a quiet one look alike; the next call samples afresh."""
 
-        llama_set_n_threads(model.llama.ctx, wanted[0], wanted[1])
-        model.active_threads = wanted
-    return wanted
+    RECHECK_S = 0.25
+
+    def __init__(self, model: LoadedModel, opts: LocalLLMOptions) -> None:
+        self.model, self.opts = model, opts
+        self.configured = (model.threads, model.batch_threads or model.threads)
+        self._snapshot: tuple[float, float] | None = None
+        self._checked = 0.0
+
+    def start(self) -> tuple[int, int]:
+        wanted = self.configured
+        if self.opts.adapt_threads:
+            wanted = choose_threads(wanted[0], wanted[1], idle_cores(self.opts.adapt_window_s))
+            self._snapshot, self._checked = _cpu_times(), time.monotonic()
+        self._apply(wanted)
+        return wanted
+
+    def tick(self) -> None:
+        """Between two tokens: raise the generation threads if cores came free since the last look."""
+        if self._snapshot is None or self.model.active_threads[0] >= self.configured[0]:
+            return
+        now = time.monotonic()
+        if now - self._checked < self.RECHECK_S:
+            return
+        before, after = self._snapshot, _cpu_times()
+        self._snapshot, self._checked = after, now
+        if after is None or after[1] <= before[1]:
+            return
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+        idle = cores * (after[0] - before[0]) / (after[1] - before[1])
+        running = self.model.active_threads
+        wanted = choose_threads(self.configured[0], self.configured[1], idle + running[0])
+        if wanted[0] > running[0]:
+            self._apply(wanted)
+
+    def _apply(self, wanted: tuple[int, int]) -> None:
+        if wanted != self.model.active_threads:
+            from llama_cpp import llama_set_n_threads
+
+            llama_set_n_threads(self.model.llama.ctx, wanted[0], wanted[1])
+            self.model.active_threads = wanted
 
 
 def loaded_models() -> list[LoadedModel]:
@@ -174,12 +210,14 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
         raise EngineError("busy", f"the model stayed busy with other calls for the whole timeout ({timeout_s:.1f}s)")
     waited = time.perf_counter() - started
     try:
-        threads = _set_threads(model, opts)
+        threads = _Threads(model, opts)
+        threads.start()
         llama = model.llama
         eos = llama.token_eos()
         state: dict[str, str | None] = {"interrupted": None}
 
         def guard(input_ids: Any, scores: Any) -> Any:
+            threads.tick()
             if state["interrupted"] is None:
                 if cancel.is_set():
                     state["interrupted"] = "cancelled"
@@ -226,8 +264,9 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
             raise EngineError("run", f"{type(exc).__name__}: {exc}") from exc
         except RuntimeError as exc:
             raise EngineError("run", f"{type(exc).__name__}: {exc}") from exc
+        used = model.active_threads
     finally:
         model.lock.release()
     return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                       finish_reason=finish, latency_s=time.perf_counter() - started,
-                      interrupted=state["interrupted"], waited_s=waited, threads=threads)
+                      interrupted=state["interrupted"], waited_s=waited, threads=used)

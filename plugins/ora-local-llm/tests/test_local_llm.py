@@ -198,3 +198,27 @@ def test_a_call_runs_on_the_adapted_threads_and_as_configured_without_adaptation
         assert gen.threads == loaded.active_threads
         assert 1 <= gen.threads[0] <= 2
     assert gen.threads == (2, 2)  # the fixed backend (same model, loaded once) ran as configured
+
+
+def test_a_call_raises_its_threads_once_a_core_comes_free_and_never_lowers_them_mid_call() -> None:
+    from ora_local_llm.engine import _cpu_times, _Threads
+
+    backend = backend_for(options={"threads": 2})
+    loaded = backend._ensure_loaded()
+    lock_free = loaded.lock.acquire(timeout=30)
+    assert lock_free
+    try:
+        threads = _Threads(loaded, backend.options)
+        threads._apply((1, 1))
+        idle, total = _cpu_times()
+        threads._snapshot, threads._checked = (idle, total - 1000.0), 0.0  # every core busy since
+        threads.tick()
+        assert loaded.active_threads == (1, 1)
+        threads._snapshot, threads._checked = (idle - 1000.0, total - 1000.0), 0.0  # every core idle since
+        threads.tick()
+        assert loaded.active_threads == (2, 2)
+        threads._snapshot, threads._checked = (idle, total - 1000.0), 0.0
+        threads.tick()
+        assert loaded.active_threads == (2, 2)  # busy again: lowered only when the next call starts
+    finally:
+        loaded.lock.release()
