@@ -3,8 +3,10 @@
 (a) 50 concurrent turns (each: three role calls in sequence through ``call_role``) against a
     local OpenAI-compatible server (its own process) that answers every request after 100 ms.
     Throughput is compared with the ideal (every call costing exactly 100 ms, all turns in
-    parallel), with one pooled connection set per backend (reuse) and, side by side, with a new
-    client per call (no reuse). Target: reuse >= 0.8x ideal.
+    parallel), with one pooled connection set per backend (reuse) over the default transport
+    (aiohttp) and, side by side, over ``transport = "httpcore"``, with a new client per call (no
+    reuse), and the harness's ceiling: the same requests sent with bare aiohttp, no Ora at all.
+    Target: reuse >= 0.8x ideal.
 (b) The local model (SmolLM2-135M-Instruct, llama.cpp in-process): prompt and generation
     tokens/s at 1 and 2 threads (and 1 generation + 2 prompt threads); the wall time, step
     timings and peak RSS (the child's own, from wait4) of a default ``ora run`` of the README
@@ -70,7 +72,7 @@ def start_server(port: int) -> subprocess.Popen[bytes]:
     raise SystemExit("the benchmark server did not start")
 
 
-async def run_turns(port: int, turns: int, rounds: int, reuse: bool) -> tuple[float, int]:
+async def run_turns(port: int, turns: int, rounds: int, reuse: bool, transport: str | None) -> tuple[float, int]:
     import ora_openai
 
     from ora_core.backends import BackendPool, call_role
@@ -78,10 +80,12 @@ async def run_turns(port: int, turns: int, rounds: int, reuse: bool) -> tuple[fl
     from ora_core.testing import make_config, make_host
     from ora_core.trace import TurnContext
 
+    options: dict[str, Any] = {"max_connections": turns * 2, "max_keepalive": turns * 2, "breaker_failures": 1000}
+    if transport is not None:
+        options["transport"] = transport
     resolved = make_config({"backends": {"local": {
         "type": "openai", "model": "bench", "base_url": f"http://127.0.0.1:{port}/v1", "timeout_s": 30,
-        "max_retries": 0, "options": {"max_connections": turns * 2, "max_keepalive": turns * 2,
-                                      "breaker_failures": 1000}}}}, base_default=False)
+        "max_retries": 0, "options": options}}}, base_default=False)
     host = make_host(ora_openai)
     shared = BackendPool(resolved.config, host)
     messages = build_messages("Answer.", "Benchmark question?")
@@ -106,6 +110,32 @@ async def run_turns(port: int, turns: int, rounds: int, reuse: bool) -> tuple[fl
     return wall, done
 
 
+async def run_raw(port: int, turns: int, rounds: int) -> tuple[float, int]:
+    """The ceiling of this harness: the same request pattern with bare aiohttp (no Ora, no httpx)."""
+    import aiohttp
+
+    from ora_core.prompts import build_messages
+
+    url = f"http://127.0.0.1:{port}/v1/chat/completions"
+    body = {"model": "bench", "messages": [m.model_dump() for m in build_messages("Answer.", "Benchmark question?")],
+            "max_tokens": 512, "temperature": 0.2, "stream": False}
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=turns * 2)) as session:
+
+        async def one_turn() -> int:
+            for _ in range(CALLS_PER_TURN):
+                async with session.post(url, json=body) as response:
+                    data = json.loads(await response.read())
+                    assert data["choices"][0]["message"]["content"]
+            return CALLS_PER_TURN
+
+        await asyncio.gather(*(one_turn() for _ in range(turns)))  # warm-up round, not counted
+        start = time.perf_counter()
+        done = 0
+        for _ in range(rounds):
+            done += sum(await asyncio.gather(*(one_turn() for _ in range(turns))))
+        return time.perf_counter() - start, done
+
+
 def bench_throughput(turns: int, rounds: int) -> dict[str, Any]:
     port = free_port()
     server = start_server(port)
@@ -113,8 +143,14 @@ def bench_throughput(turns: int, rounds: int) -> dict[str, Any]:
         ideal = rounds * CALLS_PER_TURN * DELAY_S
         out: dict[str, Any] = {"turns": turns, "rounds": rounds, "calls_per_turn": CALLS_PER_TURN,
                                "server_delay_s": DELAY_S, "ideal_wall_s": round(ideal, 3)}
-        for label, reuse in (("reuse", True), ("no_reuse", False)):
-            wall, calls = asyncio.run(run_turns(port, turns, rounds, reuse))
+        variants: list[tuple[str, Any]] = [
+            ("reuse", lambda: run_turns(port, turns, rounds, True, None)),  # the default transport
+            ("reuse_httpcore", lambda: run_turns(port, turns, rounds, True, "httpcore")),
+            ("no_reuse", lambda: run_turns(port, turns, rounds, False, None)),
+            ("ceiling_bare_aiohttp", lambda: run_raw(port, turns, rounds)),
+        ]
+        for label, run in variants:
+            wall, calls = asyncio.run(run())
             out[label] = {"wall_s": round(wall, 3), "calls": calls, "calls_per_s": round(calls / wall, 1),
                           "ideal_calls_per_s": round(calls / ideal, 1), "ratio_to_ideal": round(ideal / wall, 3)}
         return out
@@ -239,7 +275,10 @@ def main() -> int:
     print(json.dumps(report, indent=2))
     ratio = thr["reuse"]["ratio_to_ideal"]
     print(f"\n(a) {args.turns} concurrent turns x {CALLS_PER_TURN} calls, {args.rounds} rounds: "
-          f"reuse {ratio:.2f}x ideal (target >= 0.8) | no reuse {thr['no_reuse']['ratio_to_ideal']:.2f}x")
+          f"reuse {ratio:.2f}x ideal (target >= 0.8) | reuse, transport=httpcore "
+          f"{thr['reuse_httpcore']['ratio_to_ideal']:.2f}x | no reuse {thr['no_reuse']['ratio_to_ideal']:.2f}x | "
+          f"ceiling (bare aiohttp, no Ora) {thr['ceiling_bare_aiohttp']['ratio_to_ideal']:.2f}x | "
+          f"load {load[0]:.2f}")
     for name, row in report["b_local_model"].items():
         print(f"(b) {name}: prompt {row['prompt_tokens_per_s']} tok/s, generation {row['generation_tokens_per_s']} "
               f"tok/s, load {row['load_s']} s")

@@ -6,7 +6,7 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -21,6 +21,7 @@ from ora_core.errors import (
     BackendUnavailable,
     ConfigError,
 )
+from ora_core.http_transport import make_client
 from ora_core.models import Completion, CompletionParams, Message
 from ora_core.retry_after import parse_retry_after, retry_after_note
 
@@ -38,6 +39,11 @@ class AnthropicOptions(BaseModel):
     backoff_max_s: float = Field(default=8.0, ge=0)
     retry_after_max_s: float = Field(default=60.0, ge=0)
     headers: dict[str, str] = Field(default_factory=dict)
+    # "aiohttp" (default) or "httpcore": the httpx transport underneath (ora_core/http_transport.py)
+    transport: Literal["aiohttp", "httpcore"] = "aiohttp"
+    max_connections: int = Field(default=100, ge=1)
+    max_keepalive: int = Field(default=20, ge=0)  # 0: a new connection per request
+    keepalive_expiry_s: float = Field(default=5.0, gt=0)
 
 
 class _Transient(Exception):
@@ -81,9 +87,11 @@ class AnthropicBackend:
     def _http(self) -> httpx.AsyncClient:
         loop = asyncio.get_running_loop()
         if self._client is None or self._client.is_closed or self._client_loop is not loop:
-            self._client = httpx.AsyncClient(headers=dict(self.options.headers),
-                                             timeout=httpx.Timeout(self.settings.timeout_s,
-                                                                   connect=self.options.connect_timeout_s))
+            o = self.options
+            self._client, _ = make_client(o.transport, self.api_root, headers=dict(o.headers),
+                                          timeout=httpx.Timeout(self.settings.timeout_s, connect=o.connect_timeout_s),
+                                          max_connections=o.max_connections, max_keepalive=o.max_keepalive,
+                                          keepalive_expiry_s=o.keepalive_expiry_s)
             self._client_loop = loop
         return self._client
 

@@ -11,6 +11,7 @@ they are wrong. Behaviours per prefix (``server.script(prefix, [...])``, last on
     malformed | empty    a body that is not JSON | a message with no text block
     hang:<seconds>       sleep, then answer
     drop                 close the connection without a response
+    (a request in absolute form, as sent to a forward proxy, is answered too: ``proxied``)
     stream-error         (streaming) a first delta, then an ``error`` event (overloaded)
     stream-nostop        (streaming) deltas, then the connection closes without message_stop
 """
@@ -142,13 +143,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+        proxied = self.path.startswith(("http://", "https://"))
+        if proxied:  # absolute form, as a client sends it to a forward proxy: keep the path part
+            self.path = "/" + self.path.split("://", 1)[1].partition("/")[2]
         prefix = self.path.strip("/").split("/")[0]
         try:
             body = json.loads(raw)
         except ValueError:
             body = None
         self.state.requests.append({"prefix": prefix, "path": self.path, "body": body, "headers": dict(self.headers),
-                                    "at": time.monotonic()})
+                                    "at": time.monotonic(), "proxied": proxied})
         if not self.path.endswith("/v1/messages"):
             self._json(404, error_body("not_found_error", "no such route"))
             return

@@ -28,12 +28,25 @@ from ora_core.testing import make_config, make_host
 from ora_core.trace import TurnContext
 
 MESSAGES = build_messages("Answer briefly.", "What is the capital of France?")
+#: The ``transport`` option every backend of the running test gets (see ``_under_each_transport``).
+OPTIONS: dict[str, Any] = {}
+
+
+@pytest.fixture(scope="module", params=["aiohttp", "httpcore"])
+def transport_kind(request: pytest.FixtureRequest) -> str:
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def fake() -> Iterator[FakeAnthropic]:
-    with FakeAnthropic() as server:
+def fake(transport_kind: str) -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as server:  # one per transport: request counts per prefix stay per run
         yield server
+
+
+@pytest.fixture(autouse=True)
+def _under_each_transport(transport_kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here runs once per ``transport`` option: each failure ends in the same typed error."""
+    monkeypatch.setitem(OPTIONS, "transport", transport_kind)
 
 
 @pytest.fixture(autouse=True)
@@ -42,7 +55,7 @@ def _key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def table(base_url: str, **over: Any) -> dict[str, Any]:
-    options = {"backoff_initial_s": 0.01, "backoff_max_s": 0.05, **over.pop("options", {})}
+    options = {"backoff_initial_s": 0.01, "backoff_max_s": 0.05, **OPTIONS, **over.pop("options", {})}
     return {"type": "anthropic", "model": "claude-test-1", "family": "claude", "base_url": base_url,
             "api_key_env": "ORA_TEST_ANTHROPIC_KEY", "timeout_s": 2.0, "max_retries": 2, "options": options, **over}
 
@@ -177,3 +190,18 @@ def test_a_role_falls_back_across_providers_and_the_ledger_shows_it(fake: FakeAn
 def test_bad_options_name_the_field() -> None:
     with pytest.raises(ConfigError, match=r"options\.api_versoin"):
         backend("http://127.0.0.1:9", options={"api_versoin": "x"})
+
+
+def test_a_bad_transport_option_names_the_field() -> None:
+    with pytest.raises(ConfigError, match=r"options\.transport"):
+        backend("http://127.0.0.1:9", options={"transport": "requests"})
+
+
+def test_an_environment_proxy_still_carries_the_requests(fake: FakeAnthropic, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("NO_PROXY", "no_proxy", "ALL_PROXY", "all_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    fake.script("via-proxy", ["ok"])
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{fake.port}")  # the fake acts as the proxy
+    assert complete(backend("http://upstream.invalid/via-proxy")).text == "Paris is the capital of France."
+    [seen] = fake.seen("via-proxy")
+    assert seen["proxied"], "the request went to the proxy in absolute form"

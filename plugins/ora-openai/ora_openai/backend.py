@@ -6,24 +6,32 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
-from ora_core.errors import BackendAuthError, BackendBadResponse, BackendError, BackendTimeout, BackendUnavailable
+from ora_core.errors import (
+    BackendAuthError,
+    BackendBadResponse,
+    BackendError,
+    BackendTimeout,
+    BackendUnavailable,
+    ConfigError,
+)
 from ora_core.models import Completion, CompletionParams, Message
 
 from .breaker import breaker_for
 from .cache import ResponseCache, default_cache_dir, request_key
 from .http import Transient, status_error
 from .options import OpenAIOptions, parse_options
-from .transport import ShardedTransport
+from .transport import make_client
 
 BACKEND_TYPE = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
+T = TypeVar("T")
 
 
 class OpenAIBackend:
@@ -37,8 +45,17 @@ class OpenAIBackend:
         self.base_url = (settings.base_url or DEFAULT_BASE_URL).rstrip("/")
         self.max_retries: int = settings.max_retries
         self.breaker = breaker_for(self.base_url, failures=options.breaker_failures, reset_s=options.breaker_reset_s)
+        try:
+            self._chat_url = httpx.URL(f"{self.base_url}/chat/completions")  # parsed once, not per call
+        except httpx.InvalidURL as exc:
+            raise ConfigError(f"base_url {settings.base_url!r} of an 'openai' backend is not a URL: {exc}",
+                              field="base_url") from None
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._transport: httpx.AsyncBaseTransport | None = None
+        self._base_headers: list[tuple[bytes, bytes]] = []
+        self._auth_cache: tuple[str | None, list[tuple[bytes, bytes]]] = (None, [])
+        self._timeouts: dict[float, dict[str, float | None]] = {}
         self._cache: ResponseCache | None = None
         self._backoff = wait_exponential_jitter(multiplier=options.backoff_initial_s, max=options.backoff_max_s,
                                                 jitter=options.backoff_initial_s)
@@ -49,15 +66,22 @@ class OpenAIBackend:
         return cls(message, provider=self.provider, model=self.model, detail=detail)
 
     def _http(self) -> httpx.AsyncClient:
-        """One pooled client per backend and event loop (connections are reused across calls)."""
+        """One pooled client (and transport) per backend and event loop: connections are reused
+        across calls."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._client.is_closed or self._client_loop is not loop:
-            transport = ShardedTransport(self.options.max_connections, self.options.max_keepalive,
-                                         self.options.pool_shard_size)
-            self._client = httpx.AsyncClient(transport=transport, headers=dict(self.options.headers),
-                                             timeout=httpx.Timeout(self.settings.timeout_s,
-                                                                   connect=self.options.connect_timeout_s))
+            o = self.options
+            self._client, self._transport = make_client(
+                o.transport, str(self._chat_url), headers=dict(o.headers),
+                timeout=httpx.Timeout(self.settings.timeout_s, connect=o.connect_timeout_s),
+                max_connections=o.max_connections, max_keepalive=o.max_keepalive, shard_size=o.pool_shard_size,
+                keepalive_expiry_s=o.keepalive_expiry_s)
             self._client_loop = loop
+            # What the client would send with every request (Host, its defaults, then
+            # options.headers), built once: per call only the key and the length are added.
+            merged = httpx.Headers({"Host": self._chat_url.netloc.decode("ascii"), "Content-Type": "application/json"})
+            merged.update(self._client.headers)
+            self._base_headers = [(k, v) for k, v in merged.raw if k.lower() != b"content-length"]
         return self._client
 
     def _auth_headers(self) -> dict[str, str]:
@@ -69,8 +93,45 @@ class OpenAIBackend:
                                                 "is not set; no API key to send")
         return {}
 
+    def _auth_raw(self) -> list[tuple[bytes, bytes]]:
+        """The auth header as raw pairs, rebuilt only when the resolved key changes."""
+        key = self.settings.resolved_api_key()
+        if key != self._auth_cache[0] or not key:
+            self._auth_cache = (key, [(k.encode(), v.encode()) for k, v in self._auth_headers().items()])
+        return self._auth_cache[1]
+
     def _timeout(self, timeout_s: float) -> httpx.Timeout:
         return httpx.Timeout(timeout_s, connect=min(self.options.connect_timeout_s, timeout_s))
+
+    def _timeout_extension(self, timeout_s: float) -> dict[str, float | None]:
+        ext = self._timeouts.get(timeout_s)
+        if ext is None:
+            ext = self._timeout(timeout_s).as_dict()
+            if len(self._timeouts) < 32:
+                self._timeouts[timeout_s] = ext
+        return ext
+
+    def _request(self, body: dict[str, Any], timeout_s: float) -> httpx.Request:
+        """``POST {base_url}/chat/completions`` with the JSON body: the request httpx's client would
+        build (same headers, JSON encoding and timeouts), from parts prepared once per backend."""
+        self._http()
+        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        headers = [*self._base_headers, *self._auth_raw(), (b"Content-Length", b"%d" % len(content))]
+        request = httpx.Request("POST", self._chat_url, headers=headers, stream=httpx.ByteStream(content),
+                                extensions={"timeout": self._timeout_extension(timeout_s)})
+        request.read()  # a byte body, read like httpx reads one (``request.content`` is set)
+        return request
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        """The response with its body unread (``aread``/``aiter_lines`` it, then ``aclose``).
+
+        Straight to the transport: httpx's client layer (URL merging, cookies, auth and redirect
+        machinery, none of which this backend uses) costs more CPU per call than the transport
+        does. Through the client only where an environment proxy applies (see ``make_client``)."""
+        client = self._http()
+        if self._transport is not None:
+            return await self._transport.handle_async_request(request)
+        return await client.send(request, stream=True)
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome is not None else None
@@ -80,6 +141,36 @@ class OpenAIBackend:
     def _retrying(self) -> AsyncRetrying:
         return AsyncRetrying(stop=stop_after_attempt(self.max_retries + 1), wait=self._wait,
                              retry=retry_if_exception_type(Transient), reraise=True)
+
+    async def _with_retries(self, once: Callable[[], Awaitable[T]]) -> tuple[T, int]:
+        """``once()`` and the number of attempts it took; a typed error carries ``attempts``.
+
+        The first attempt runs bare (tenacity's machinery costs CPU on every call); a transient
+        failure enters tenacity, which replays it as attempt 1, so the waits (``Retry-After``
+        included), the stop condition and the attempt count are exactly tenacity's."""
+        try:
+            return await once(), 1
+        except Transient as exc:
+            first: Transient | None = exc
+        except BackendError as exc:
+            exc.attempts = 1  # type: ignore[attr-defined]
+            raise
+        attempts = 0
+        try:
+            async for attempt in self._retrying():
+                with attempt:
+                    attempts += 1
+                    if first is not None:
+                        replay, first = first, None
+                        raise replay
+                    result = await once()
+        except Transient as exc:
+            exc.error.attempts = attempts  # type: ignore[attr-defined]
+            raise exc.error from None
+        except BackendError as exc:
+            exc.attempts = attempts  # type: ignore[attr-defined]
+            raise
+        return result, attempts
 
     def _body(self, messages: Sequence[Message], params: CompletionParams, *, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -142,16 +233,19 @@ class OpenAIBackend:
 
     # --- one attempt ----------------------------------------------------------------------------
 
-    async def _post_once(self, url: str, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+    async def _post_once(self, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         self._admit()
-        headers = self._auth_headers()
+        request = self._request(body, timeout_s)
         try:
             async with asyncio.timeout(timeout_s):
-                response = await self._http().post(url, json=body, headers=headers, timeout=self._timeout(timeout_s))
+                response = await self._send(request)
+                try:
+                    raw = await response.aread()
+                finally:
+                    await response.aclose()
         except (TimeoutError, httpx.HTTPError) as exc:
             problem = self._transport_error(exc, "chat completion", timeout_s)
             raise problem from exc
-        raw = response.content
         if response.status_code >= 300:
             self._on_status(response, raw)
         try:
@@ -217,18 +311,7 @@ class OpenAIBackend:
         except Exception as exc:  # noqa: BLE001 - a broken cache must not stop the call; named on stderr
             self._cache_failed("read", exc)
             cache = None
-        attempts = 0
-        try:
-            async for attempt in self._retrying():
-                with attempt:
-                    attempts += 1
-                    data = await self._post_once(url, body, params.timeout_s)
-        except Transient as exc:
-            exc.error.attempts = attempts  # type: ignore[attr-defined]
-            raise exc.error from None
-        except BackendError as exc:
-            exc.attempts = attempts  # type: ignore[attr-defined]
-            raise
+        data, attempts = await self._with_retries(lambda: self._post_once(body, params.timeout_s))
         text, finish, prompt_tokens, completion_tokens, model = self._parse(data)
         stored = {"text": text, "model": model, "prompt_tokens": prompt_tokens,
                   "completion_tokens": completion_tokens, "finish_reason": finish}
@@ -240,33 +323,28 @@ class OpenAIBackend:
         return Completion(**stored, provider=self.provider, family=self.family, attempts=attempts,
                           latency_s=time.perf_counter() - start)
 
-    async def _open_stream(self, url: str, body: dict[str, Any], timeout_s: float) -> httpx.Response:
+    async def _open_stream(self, body: dict[str, Any], timeout_s: float) -> httpx.Response:
         self._admit()
-        headers = self._auth_headers()
-        client = self._http()
-        request = client.build_request("POST", url, json=body, headers=headers, timeout=self._timeout(timeout_s))
+        request = self._request(body, timeout_s)
+        response: httpx.Response | None = None
         try:
             async with asyncio.timeout(timeout_s):
-                response = await client.send(request, stream=True)
+                response = await self._send(request)
                 if response.status_code >= 300:
                     raw = await response.aread()
                     await response.aclose()
                     self._on_status(response, raw)
         except (TimeoutError, httpx.HTTPError) as exc:
+            if response is not None:  # the deadline fell between the headers and the return
+                await response.aclose()
             raise self._transport_error(exc, "opening the stream", timeout_s) from exc
         return response
 
     async def stream(self, messages: Sequence[Message], params: CompletionParams) -> AsyncIterator[str]:
         """Text deltas from a server-sent-event stream. Retries happen only before the first byte;
         a stream that breaks, stalls past ``timeout_s`` or ends without ``[DONE]`` raises."""
-        url = f"{self.base_url}/chat/completions"
         body = self._body(messages, params, stream=True)
-        try:
-            async for attempt in self._retrying():
-                with attempt:
-                    response = await self._open_stream(url, body, params.timeout_s)
-        except Transient as exc:
-            raise exc.error from None
+        response, _ = await self._with_retries(lambda: self._open_stream(body, params.timeout_s))
         deadline = time.monotonic() + params.timeout_s
         emitted = 0
         done = False

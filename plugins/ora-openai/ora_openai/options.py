@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -19,9 +19,15 @@ class OpenAIOptions(BaseModel):
     retry_on_timeout: bool = False  # a timed-out generation is usually an overloaded server
     breaker_failures: int = Field(default=5, ge=1)  # consecutive failures that open the circuit
     breaker_reset_s: float = Field(default=30.0, gt=0)  # how long it stays open before one probe
+    # "aiohttp": httpx requests over aiohttp's C-accelerated HTTP/1.1 client (the fast default);
+    # "httpcore": httpx's own transport, its pool sharded (see ora_core/http_transport.py)
+    transport: Literal["aiohttp", "httpcore"] = "aiohttp"
     max_connections: int = Field(default=100, ge=1)
+    # idle connections kept for reuse; 0: a new connection per request (aiohttp keeps any idle
+    # connection up to max_connections when this is above 0; httpcore caps them at this number)
     max_keepalive: int = Field(default=50, ge=0)
-    pool_shard_size: int = Field(default=8, ge=1)  # connections per pool shard (see transport.py)
+    keepalive_expiry_s: float = Field(default=5.0, gt=0)  # an idle pooled connection is closed after this
+    pool_shard_size: int = Field(default=8, ge=1)  # connections per pool shard (httpcore only)
     cache: bool = False  # opt in: identical requests are answered from disk
     cache_dir: str | None = None  # default: <user cache dir>/ora/openai-responses
     cache_ttl_s: float | None = Field(default=None, gt=0)

@@ -11,10 +11,15 @@ sets the behaviours its requests meet, one per request, the last one repeating:
     empty                 200 whose message content is ""
     hang:<seconds>        sleep, then answer ok (a client with a shorter timeout gives up)
     drop                  close the connection without a response
+    truncated             200 promising a longer body than it sends, then the connection closes
+    garbage               bytes that are not an HTTP response, then the connection closes
     stream-drop           (streaming) two chunks, then the connection closes mid-stream
     stream-nodone         (streaming) every chunk, a clean close, but no ``data: [DONE]``
+    stream-slow:<s>[:<text>] (streaming) every chunk, each after a pause of <s> seconds
 
-Every request is recorded (prefix, path, JSON body, headers, client port, time).
+Every request is recorded (prefix, path, JSON body, headers, client port, time). A request in
+absolute form (``POST http://host/prefix/...``, as a client sends it to a forward proxy) is
+answered like any other and recorded with ``proxied=True``.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ class Seen:
     headers: dict[str, str]
     client_port: int
     at: float = field(default_factory=time.monotonic)
+    proxied: bool = False
 
 
 class FaultServer:
@@ -101,9 +107,12 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else {}
         except ValueError:
             body = {"_raw": raw.decode("utf-8", "replace")}
+        proxied = self.path.startswith(("http://", "https://"))
+        if proxied:  # absolute form: the path is what follows the authority
+            self.path = "/" + self.path.split("://", 1)[1].partition("/")[2]
         prefix = self.path.strip("/").split("/", 1)[0]
         self.server_state.requests.append(Seen(prefix, self.command, self.path, body, dict(self.headers),
-                                               self.client_address[1]))
+                                               self.client_address[1], proxied=proxied))
         return prefix, body
 
     def _send_json(self, status: int, payload: Any, headers: dict[str, str] | None = None) -> None:
@@ -146,13 +155,28 @@ class _Handler(BaseHTTPRequestHandler):
         if kind == "malformed":
             self._send_json(200, b'{"choices": [ {"message": oops')
             return
+        if kind in ("truncated", "garbage"):
+            self.close_connection = True
+            with contextlib.suppress(OSError):
+                if kind == "truncated":  # 40 of the 500 bytes announced
+                    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 500\r\n\r\n"
+                    self.wfile.write(head + json.dumps(completion_body("x", model)).encode()[:40])
+                else:
+                    self.wfile.write(b"THIS IS NOT HTTP\r\n\r\n")
+                self.wfile.flush()
+                self.connection.shutdown(socket.SHUT_RDWR)
+            return
+        pause = 0.0
+        if kind == "stream-slow":
+            seconds, _, arg = arg.partition(":")  # stream-slow:<seconds>[:<text>]
+            pause = float(seconds or 0.2)
         text = "" if kind == "empty" else (arg or DEFAULT_TEXT)
         if body.get("stream"):
-            self._stream(text, model, kind)
+            self._stream(text, model, kind, pause)
             return
         self._send_json(200, completion_body(text, model))
 
-    def _stream(self, text: str, model: str, kind: str) -> None:
+    def _stream(self, text: str, model: str, kind: str, pause: float = 0.0) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
@@ -168,6 +192,8 @@ class _Handler(BaseHTTPRequestHandler):
                 return
             chunk = {"id": "c", "object": "chat.completion.chunk", "model": model,
                      "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
+            if pause and i:
+                time.sleep(pause)
             self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.flush()
         if kind != "stream-nodone":

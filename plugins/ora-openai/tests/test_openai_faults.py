@@ -31,6 +31,12 @@ MESSAGES = build_messages("Answer briefly.", "What is the capital of France?")
 FAST = {"backoff_initial_s": 0.01, "backoff_max_s": 0.05}
 
 
+@pytest.fixture(autouse=True)
+def _under_each_transport(transport_kind: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test here runs once per ``transport`` option: each fault ends in the same typed outcome."""
+    monkeypatch.setitem(FAST, "transport", transport_kind)
+
+
 def backend_table(base_url: str, **over: Any) -> dict[str, Any]:
     options = {**FAST, **over.pop("options", {})}
     return {"type": "openai", "model": "test-model", "family": "test", "base_url": base_url,
