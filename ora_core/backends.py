@@ -133,6 +133,7 @@ class BackendPool:
         self._built: dict[str, Any] = {}
         self._inflight: dict[int, int] = {}
         self._close_when_idle: dict[int, tuple[str, Any]] = {}
+        self._params: dict[str, tuple[BackendConfig, CompletionParams]] = {}
 
     def settings(self, name: str) -> BackendConfig:
         try:
@@ -172,6 +173,11 @@ class BackendPool:
         s = self.settings(name)
         values: dict[str, Any] = {"model": s.model, "max_tokens": s.max_tokens,
                                   "temperature": s.temperature, "timeout_s": s.timeout_s}
+        if not overrides:  # the usual call: one validated CompletionParams per backend, reused
+            cached = self._params.get(name)
+            if cached is None or cached[0] is not s:
+                cached = self._params[name] = (s, CompletionParams(**values))
+            return cached[1].model_copy()
         values.update({k: v for k, v in overrides.items() if v is not None})
         return CompletionParams(**values)
 
@@ -292,16 +298,15 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
                                      error=last_error.describe())
             turn.record_call(record, step=step)
             break
-        record = ModelCallRecord(role=role, prompt_key=prompt_key, planned_provider=planned.type,
-                                 planned_model=planned.model, fallback_flags=list(flags))
         start = time.perf_counter()
         try:
             completion = await _complete(pool, name, settings, list(messages), params)
         except BackendError as exc:
-            record.latency_s = time.perf_counter() - start
-            record.effective_provider, record.effective_model = settings.type, settings.model
-            record.error = exc.describe()
-            record.attempts = max(1, int(getattr(exc, "attempts", 1) or 1))
+            record = ModelCallRecord(role=role, prompt_key=prompt_key, planned_provider=planned.type,
+                                     planned_model=planned.model, fallback_flags=list(flags),
+                                     latency_s=time.perf_counter() - start, effective_provider=settings.type,
+                                     effective_model=settings.model, error=exc.describe(),
+                                     attempts=max(1, int(getattr(exc, "attempts", 1) or 1)))
             turn.record_call(record, step=step)
             last_error = exc
             if following is not None:
@@ -311,12 +316,13 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
                                  severity="degraded", role=role, backend=name)
             continue
         pool.budget.settle(reservation, completion.prompt_tokens + completion.completion_tokens)
-        record.latency_s = completion.latency_s or (time.perf_counter() - start)
-        record.effective_provider = completion.provider
-        record.effective_model = completion.model
-        record.prompt_tokens = completion.prompt_tokens
-        record.completion_tokens = completion.completion_tokens
-        record.attempts, record.cached = completion.attempts, completion.cached
+        record = ModelCallRecord(role=role, prompt_key=prompt_key, planned_provider=planned.type,
+                                 planned_model=planned.model, fallback_flags=list(flags),
+                                 latency_s=completion.latency_s or (time.perf_counter() - start),
+                                 effective_provider=completion.provider, effective_model=completion.model,
+                                 prompt_tokens=completion.prompt_tokens,
+                                 completion_tokens=completion.completion_tokens,
+                                 attempts=completion.attempts, cached=completion.cached)
         turn.record_call(record, step=step)
         return completion
     assert last_error is not None
