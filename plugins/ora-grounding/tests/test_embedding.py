@@ -35,3 +35,15 @@ def test_vectors_are_normalised_and_cached(embedder):
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     assert np.array_equal(vectors[0], vectors[1])
     assert float(vectors[0] @ vectors[2]) < 0.5
+
+
+def test_a_missing_model_file_is_a_verifier_error_naming_the_path(tmp_path, monkeypatch):
+    from ora_grounding import embedding
+
+    from ora_core.errors import VerifierError
+
+    monkeypatch.setattr(embedding, "model_path", lambda: str(tmp_path))  # a directory with no model in it
+    with pytest.raises(VerifierError) as err:
+        embedding._load_own_model()
+    assert f"could not load the MiniLM model from {tmp_path}" in str(err.value)
+    assert "MiniLMError" in str(err.value)

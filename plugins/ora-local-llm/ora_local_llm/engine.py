@@ -171,7 +171,7 @@ def loaded_models() -> list[LoadedModel]:
 
 
 def load_model(path: Path, n_ctx: int, opts: LocalLLMOptions) -> LoadedModel:
-    key = (str(path), n_ctx, opts.threads, opts.batch_threads, opts.n_batch, opts.chat_format)
+    key = (str(path), n_ctx, opts.threads, opts.batch_threads, opts.n_batch, opts.chat_format, opts.flash_attn)
     with _LOAD_LOCK:
         cached = _MODELS.get(key)
         if cached is not None:
@@ -185,7 +185,7 @@ def load_model(path: Path, n_ctx: int, opts: LocalLLMOptions) -> LoadedModel:
         try:
             llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=opts.threads,
                           n_threads_batch=opts.batch_threads or opts.threads, n_batch=min(opts.n_batch, n_ctx),
-                          chat_format=opts.chat_format, verbose=False)
+                          chat_format=opts.chat_format, flash_attn=opts.flash_attn, verbose=False)
         except (ValueError, RuntimeError, OSError) as exc:
             raise EngineError("load", f"llama.cpp could not load {path}: {exc}") from exc
         batch_threads = opts.batch_threads or opts.threads

@@ -23,6 +23,7 @@ class LocalLLMOptions(BaseModel):
     adapt_window_s: float = Field(default=0.05, gt=0, le=2)
     batch_threads: int | None = Field(default=None, ge=1, le=256)
     n_batch: int = Field(default=512, ge=8)
+    flash_attn: bool = False  # llama.cpp's flash attention (cheaper attention over long prompts)
     seed: int | None = None  # None: a fresh seed per call, so a regeneration can differ
     chat_format: str | None = None  # None: the chat template inside the GGUF
     top_p: float = Field(default=0.95, gt=0, le=1)
