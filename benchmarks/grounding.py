@@ -20,8 +20,8 @@ every file.
 The verifier runs as in a turn: ``GroundingVerifier().verify(answer, package)``, the package
 carrying the evidence and the question (as a turn's ``EvidencePackage`` carries the prompt;
 the verifier reads the question only to ground a bare yes/no answer).
-``--threads`` sets torch's intra-op threads (default 1: on a busy shared machine one thread
-is several times faster than two contending ones).
+``--threads`` sets the encoder's BLAS threads (``ORA_MINILM_THREADS``; default 1: on a busy
+shared machine one thread is steadier than two contending ones).
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data",
                         help="directory holding the *_dev.jsonl files (default: ../shared/data)")
     parser.add_argument("--limit", type=int, default=None, help="first N examples of each file (quick runs)")
-    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (default 1)")
+    parser.add_argument("--threads", type=int, default=1, help="MiniLM encoder BLAS threads (default 1)")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
 
@@ -162,15 +162,14 @@ def main(argv: list[str] | None = None) -> int:
     if not files:
         raise SystemExit(f"no *_dev.jsonl files in {args.data} (pass --data DIR)")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    import torch
-
-    torch.set_num_threads(max(1, args.threads))
+    os.environ["ORA_MINILM_THREADS"] = str(max(1, args.threads))  # read when the encoder loads
     from ora_grounding import GroundingVerifier
 
     verifier = GroundingVerifier()
     started = time.perf_counter()
     verifier.embedder()
-    print(f"MiniLM loaded in {time.perf_counter() - started:.1f}s (torch threads: {torch.get_num_threads()}); "
+    threads = os.environ["ORA_MINILM_THREADS"]
+    print(f"MiniLM loaded in {time.perf_counter() - started:.1f}s (encoder BLAS threads: {threads}); "
           "the machine is shared, times are noisy")
 
     results: list[FileResult] = []

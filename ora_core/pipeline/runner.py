@@ -132,7 +132,7 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
                                                          "message": str(exc), "stack": stack})
     finally:
         await runtime.pool.aclose()
-        if turn.data.get("warmup") is not None:  # never leave a thread loading torch at exit
+        if turn.data.get("warmup") is not None:  # never leave a thread mid-import at exit
             if any(t.is_alive() for t in turn.data["warmup"].jobs.values()):  # no thread hop when all are done
                 await asyncio.to_thread(turn.data["warmup"].wait, WARMUP_JOIN_S)
             turn.data["warmup"].record(turn)

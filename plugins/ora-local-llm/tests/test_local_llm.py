@@ -11,7 +11,7 @@ from pathlib import Path
 import ora_local_llm
 import ora_scripted
 import pytest
-from ora_local_llm.engine import choose_threads, generate, idle_cores, loaded_models
+from ora_local_llm.engine import CpuSample, choose_threads, cpu_sample, free_cores, generate, loaded_models
 from ora_local_llm.model_file import resolve_model_path
 from ora_local_llm.options import LocalLLMOptions
 
@@ -181,11 +181,28 @@ def test_threads_are_capped_by_the_idle_cores_never_below_one() -> None:
     assert choose_threads(2, 1, None) == (2, 1)  # cannot tell (no /proc/stat): as configured
 
 
-def test_idle_cores_reads_a_plausible_figure_here() -> None:
+def test_free_cores_reads_a_plausible_figure_here() -> None:
     import os
+    import time
 
-    idle = idle_cores(0.05)
-    assert idle is not None and 0.0 <= idle <= len(os.sched_getaffinity(0)) + 0.01
+    before = cpu_sample()
+    time.sleep(0.05)
+    free = free_cores(before, cpu_sample())
+    assert free is not None and 0.0 <= free <= len(os.sched_getaffinity(0)) + 0.01
+
+
+def test_only_other_processes_count_as_contention(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ora_local_llm import engine
+
+    monkeypatch.setattr(engine, "_cores", lambda: 2)
+    t0 = CpuSample(at=0.0, idle=0.0, total=0.0, own=0.0)
+    busy_ours = CpuSample(at=1.0, idle=0.0, total=200.0, own=2.0)  # both cores busy with this process
+    busy_theirs = CpuSample(at=1.0, idle=0.0, total=200.0, own=0.0)  # both busy with something else
+    half = CpuSample(at=1.0, idle=100.0, total=200.0, own=0.0)  # one core busy elsewhere
+    assert choose_threads(2, 2, free_cores(t0, busy_ours)) == (2, 2)
+    assert choose_threads(2, 2, free_cores(t0, busy_theirs)) == (1, 1)
+    assert choose_threads(2, 2, free_cores(t0, half)) == (1, 1)
+    assert free_cores(busy_ours, busy_ours) is None  # no time passed: cannot tell
 
 
 def test_a_call_runs_on_the_adapted_threads_and_as_configured_without_adaptation() -> None:
@@ -200,25 +217,21 @@ def test_a_call_runs_on_the_adapted_threads_and_as_configured_without_adaptation
     assert gen.threads == (2, 2)  # the fixed backend (same model, loaded once) ran as configured
 
 
-def test_a_call_raises_its_threads_once_a_core_comes_free_and_never_lowers_them_mid_call() -> None:
-    from ora_local_llm.engine import _cpu_times, _Threads
+def test_a_generating_call_refits_its_threads_to_the_cores_others_leave_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ora_local_llm import engine
 
+    monkeypatch.setattr(engine, "_cores", lambda: 2)
     backend = backend_for(options={"threads": 2})
     loaded = backend._ensure_loaded()
-    lock_free = loaded.lock.acquire(timeout=30)
-    assert lock_free
+    assert loaded.lock.acquire(timeout=30)
     try:
-        threads = _Threads(loaded, backend.options)
+        threads = engine._Threads(loaded, backend.options)
         threads._apply((1, 1))
-        idle, total = _cpu_times()
-        threads._snapshot, threads._checked = (idle, total - 1000.0), 0.0  # every core busy since
-        threads.tick()
-        assert loaded.active_threads == (1, 1)
-        threads._snapshot, threads._checked = (idle - 1000.0, total - 1000.0), 0.0  # every core idle since
-        threads.tick()
-        assert loaded.active_threads == (2, 2)
-        threads._snapshot, threads._checked = (idle, total - 1000.0), 0.0
-        threads.tick()
-        assert loaded.active_threads == (2, 2)  # busy again: lowered only when the next call starts
+        for others_busy, expected in ((True, (1, 1)), (False, (2, 2)), (True, (1, 1))):
+            now = cpu_sample()
+            idle = now.idle if others_busy else now.idle - 200.0
+            loaded.last_sample = CpuSample(at=now.at - 1.0, idle=idle, total=now.total - 200.0, own=now.own)
+            threads.tick()
+            assert loaded.active_threads == expected
     finally:
         loaded.lock.release()
