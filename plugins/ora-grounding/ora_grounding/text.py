@@ -153,3 +153,26 @@ def is_claim(sentence: str) -> bool:
 def split_claims(text: str) -> list[str]:
     """The checkable claims of an output, one per sentence."""
     return [s for s in split_sentences(text) if is_claim(s)]
+
+
+#: Words that frame a sentence as talk about the request rather than an answer to it.
+_META = frozenset({"user", "user's", "users", "request", "requests", "question", "questions", "ask", "asks",
+                   "asking", "asked", "want", "wants", "wanted", "know", "knowing"})
+RESTATEMENT_COVERAGE = 0.6
+
+
+def restates_question(claim: str, question: str) -> bool:
+    """The claim only tells back what was asked ("The user's request is to know how X works"):
+    it frames itself as the request (a word such as user, request, question, asks, wants), adds
+    no content word the question lacks, and covers most of the question's content. An answer
+    that picks an option named in the question ("Arthur's Magazine") or resolves it ("X was
+    started first") has no such framing and stays a claim."""
+    said = content_words(claim)
+    if not any(w in _META for w in said):
+        return False
+    asked = {stem(w) for w in content_words(question)}
+    rest = {stem(w) for w in said if w not in _META}
+    if not asked or not rest or not rest <= asked:
+        return False
+    return len(rest) / len(asked) >= RESTATEMENT_COVERAGE
+

@@ -3,7 +3,8 @@
 A non-LLM verifier (a different lineage from the models it checks): MiniLM similarity, lexical
 overlap and specifics checks, per claim (see ``scoring``). It never PASSes on nothing: an
 empty evidence package is a FAIL with the reason ``no evidence``, and a subject with no
-checkable claim is a FAIL too. Faults (unreadable package, model that will not load) raise
+checkable claim is a FAIL too (a sentence that only tells back what the question asked is no
+claim: ``text.restates_question``). Faults (unreadable package, model that will not load) raise
 ``VerifierError``; the kernel turns that into BROKEN, never PASS.
 
 ``verify(subject, package, criteria, ctx, threshold=None)``:
@@ -36,7 +37,7 @@ from ora_core.models import Verdict, VerdictStatus
 from .evidence import normalise_package, package_question
 from .scoring import ClaimScore, Embedder, ScoringWeights, output_score, score_claims
 from .subject import checkable_text
-from .text import is_affirmation, split_claims
+from .text import is_affirmation, restates_question, split_claims
 
 NAME = "grounding"
 #: Used only when neither the caller nor ``ctx.config.verification.threshold`` gives one; the
@@ -119,13 +120,19 @@ class GroundingVerifier:
                        f"{', '.join(data['evidence_set_aside']['streams'])}, earlier model output that is not evidence")
             return self._verdict(VerdictStatus.FAIL, 0.0, [why], claims, [], data, criteria)
         question = package_question(package)
+        restated = [c for c in claims if question and restates_question(c, question)]
+        if restated:  # telling back what was asked is no claim at all, grounded or not
+            claims = [c for c in claims if c not in restated]
+            data["restated_question"] = restated
         if not claims and question and is_affirmation(checkable.text):
             # "Yes." asserts the question's proposition: check that instead (see the module doc)
             claims = split_claims(question.rstrip().rstrip("?").rstrip() + ".")
             data.update(claims_from_question=True, question=question[:500])
         if not claims:
-            return self._verdict(VerdictStatus.FAIL, 0.0, ["nothing to verify: the subject makes no "
-                                                           "checkable claim"], [], [], data, criteria)
+            why = "nothing to verify: the subject makes no checkable claim"
+            if restated:
+                why += f" (it only restates the question: {restated[0][:120]!r})"
+            return self._verdict(VerdictStatus.FAIL, 0.0, [why], [], [], data, criteria)
         scores = score_claims(claims, items, self.embedder(), self.weights, threshold=limit)
         score = output_score(scores)
         unsupported = [s for s in scores if not s.supported]
@@ -176,6 +183,8 @@ def render_report(status: VerdictStatus, score: float, reasons: list[str], score
                      f"({aside['why']})")
     if data.get("set_aside"):
         lines.append("set aside (protocol, not claims): " + "; ".join(data["set_aside"][:10]))
+    if data.get("restated_question"):
+        lines.append("set aside (restates the question, not a claim): " + "; ".join(data["restated_question"][:5]))
     if scores:
         lines.append("")
         lines.append("## CLAIMS")

@@ -161,6 +161,34 @@ def test_a_bare_yes_is_checked_as_the_question_it_answers(verifier):
     assert verifier.verify("Yes", package_prompt, "", ctx()).status is VerdictStatus.PASS
 
 
+def test_telling_back_the_question_is_no_claim_and_never_passes(verifier):
+    question = "Explain when the Eiffel Tower was completed and who built it."
+    package = {"chunks": list(EVIDENCE), "question": question}
+    echo = verifier.verify("The user's request is to know when the Eiffel Tower was completed and who built it.",
+                           package, "", ctx())
+    assert echo.status is VerdictStatus.FAIL, echo.raw_output
+    assert "only restates the question" in echo.reasons[0]
+    assert "set aside (restates the question, not a claim)" in echo.raw_output
+    answered = verifier.verify("The user asks when the Eiffel Tower was completed and who built it. It was "
+                               "completed in 1889 by the engineering company of Gustave Eiffel.", package, "", ctx())
+    assert answered.status is VerdictStatus.PASS, answered.raw_output  # the answer is graded, the echo set aside
+    assert len(answered.data["restated_question"]) == 1 and len(answered.data["claims"]) == 1
+    # a partial echo is not set aside: it is graded like any claim (here: unsupported, so FAIL)
+    partial = verifier.verify("The user asks when the tower was completed.", package, "", ctx())
+    assert partial.status is VerdictStatus.FAIL and "restated_question" not in partial.data
+
+
+def test_an_answer_that_names_an_option_of_the_question_stays_a_claim():
+    from ora_grounding.text import restates_question
+
+    question = "Which magazine was started first, Arthur's Magazine or First for Women?"
+    assert not restates_question("Arthur's Magazine.", question)
+    assert not restates_question("Arthur's Magazine was started before First for Women.", question)
+    assert restates_question("The question asks which magazine was started first, Arthur's Magazine or First "
+                             "for Women.", question)
+    assert not restates_question("The user wants a figure the evidence lacks: 42 tonnes.", question)
+
+
 def test_conversation_memory_is_not_evidence(verifier):
     """An answer must not be grounded in the model's own earlier answer (circular)."""
     answer = "The tower was painted gold by Ana Ruiz in 1920."
