@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     import aiohttp
 
 TransportKind = Literal["aiohttp", "httpcore"]
+#: A request extension: the caller will read the whole body, so a transport may read it
+#: before returning (``AiohttpTransport`` does; others ignore it). Never set it on a stream.
+READ_BODY = "ora.read_body"
 TRANSPORT_KINDS: tuple[str, ...] = ("aiohttp", "httpcore")
 
 #: Request headers the transport below manages itself (framing and connection handling).
@@ -225,11 +228,22 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         except (aiohttp.ClientError, OSError, TimeoutError) as exc:
             raise _as_httpx_error(exc, request) from exc
         version = response.version
+        extensions = {"http_version": b"HTTP/%d.%d" % (version.major, version.minor) if version else b"HTTP/1.1",
+                      "reason_phrase": (response.reason or "").encode("latin-1", "replace")}
+        if request.extensions.get(READ_BODY):
+            # The caller reads the whole body anyway: read it here in one step and hand the
+            # connection back, instead of streaming it through httpx's async byte iterators.
+            try:
+                body = await response.read()
+            except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+                response.close()  # broken mid-body: the connection cannot be reused
+                raise _as_httpx_error(exc, request, reading_body=True) from exc
+            response.release()
+            return httpx.Response(response.status, headers=response.raw_headers, content=body, request=request,
+                                  extensions=extensions)
         return httpx.Response(
             response.status, headers=response.raw_headers, stream=_AiohttpResponseStream(response, request),
-            request=request,
-            extensions={"http_version": b"HTTP/%d.%d" % (version.major, version.minor) if version else b"HTTP/1.1",
-                        "reason_phrase": (response.reason or "").encode("latin-1", "replace")})
+            request=request, extensions=extensions)
 
     async def aclose(self) -> None:
         session, self._session = self._session, None

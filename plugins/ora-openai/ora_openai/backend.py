@@ -27,7 +27,7 @@ from .breaker import breaker_for
 from .cache import ResponseCache, default_cache_dir, request_key
 from .http import Transient, status_error
 from .options import OpenAIOptions, parse_options
-from .transport import make_client
+from .transport import READ_BODY, make_client
 
 BACKEND_TYPE = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -111,14 +111,18 @@ class OpenAIBackend:
                 self._timeouts[timeout_s] = ext
         return ext
 
-    def _request(self, body: dict[str, Any], timeout_s: float) -> httpx.Request:
+    def _request(self, body: dict[str, Any], timeout_s: float, *, whole: bool = False) -> httpx.Request:
         """``POST {base_url}/chat/completions`` with the JSON body: the request httpx's client would
-        build (same headers, JSON encoding and timeouts), from parts prepared once per backend."""
+        build (same headers, JSON encoding and timeouts), from parts prepared once per backend.
+        ``whole``: the body will be read at once (not a stream), so the transport may read it."""
         self._http()
         content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
         headers = [*self._base_headers, *self._auth_raw(), (b"Content-Length", b"%d" % len(content))]
+        extensions: dict[str, Any] = {"timeout": self._timeout_extension(timeout_s)}
+        if whole:
+            extensions[READ_BODY] = True
         request = httpx.Request("POST", self._chat_url, headers=headers, stream=httpx.ByteStream(content),
-                                extensions={"timeout": self._timeout_extension(timeout_s)})
+                                extensions=extensions)
         request.read()  # a byte body, read like httpx reads one (``request.content`` is set)
         return request
 
@@ -235,7 +239,7 @@ class OpenAIBackend:
 
     async def _post_once(self, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         self._admit()
-        request = self._request(body, timeout_s)
+        request = self._request(body, timeout_s, whole=True)
         try:
             async with asyncio.timeout(timeout_s):
                 response = await self._send(request)

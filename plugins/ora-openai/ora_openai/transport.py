@@ -9,6 +9,7 @@ transport with its pool split into shards, encode/httpcore#1035).
 from __future__ import annotations
 
 from ora_core.http_transport import (
+    READ_BODY,
     TRANSPORT_KINDS,
     AiohttpTransport,
     ShardedTransport,
@@ -18,5 +19,5 @@ from ora_core.http_transport import (
     shared_ssl_context,
 )
 
-__all__ = ["TRANSPORT_KINDS", "AiohttpTransport", "ShardedTransport", "env_proxy_applies", "make_client",
+__all__ = ["READ_BODY", "TRANSPORT_KINDS", "AiohttpTransport", "ShardedTransport", "env_proxy_applies", "make_client",
            "make_transport", "shared_ssl_context"]

@@ -16,7 +16,7 @@ import httpx
 import ora_openai
 import pytest
 from ora_openai.options import OpenAIOptions
-from ora_openai.transport import AiohttpTransport, env_proxy_applies, make_transport
+from ora_openai.transport import READ_BODY, AiohttpTransport, env_proxy_applies, make_transport
 
 from ora_core.errors import BackendTimeout, BackendUnavailable, ConfigError
 from ora_core.models import CompletionParams
@@ -99,6 +99,28 @@ def test_a_broken_response_is_the_same_httpx_error_on_either_transport(fault_ser
     url = fault_server.script(f"raw-{behaviour}", [behaviour]) + "/chat/completions"
     with pytest.raises(error):
         client_call(transport_kind, lambda c: c.post(url, json={"model": "m", "messages": []}))
+
+
+@pytest.mark.parametrize(("behaviour", "error"), [
+    ("drop", httpx.RemoteProtocolError), ("truncated", httpx.RemoteProtocolError),
+    ("garbage", httpx.RemoteProtocolError), ("ok", None)])
+def test_a_body_read_by_the_transport_fails_and_succeeds_as_a_streamed_one(fault_server, transport_kind, behaviour,
+                                                                           error) -> None:
+    """``READ_BODY``: the transport reads the whole body before returning (the backend's
+    non-streaming calls); the outcome is what streaming the body would give."""
+    url = fault_server.script(f"whole-{behaviour}", [behaviour]) + "/chat/completions"
+
+    async def post(client: httpx.AsyncClient) -> Any:
+        request = client.build_request("POST", url, json={"model": "m", "messages": []},
+                                       extensions={READ_BODY: True})
+        response = await client.send(request)
+        return response.json()
+
+    if error is not None:
+        with pytest.raises(error):
+            client_call(transport_kind, post)
+    else:
+        assert client_call(transport_kind, post)["choices"][0]["message"]["content"]
 
 
 def test_refused_and_unanswered_connects_are_connect_errors(transport_kind, full_backlog) -> None:
