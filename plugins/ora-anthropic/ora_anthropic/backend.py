@@ -21,7 +21,7 @@ from ora_core.errors import (
     BackendUnavailable,
     ConfigError,
 )
-from ora_core.http_transport import make_client
+from ora_core.http_transport import READ_BODY, make_client
 from ora_core.models import Completion, CompletionParams, Message
 from ora_core.retry_after import parse_retry_after, retry_after_note
 
@@ -174,7 +174,7 @@ class AnthropicBackend:
             try:
                 async with asyncio.timeout(params.timeout_s):
                     response = await self._http().post(f"{self.api_root}/messages", json=body, headers=headers,
-                                                       timeout=params.timeout_s)
+                                                       timeout=params.timeout_s, extensions={READ_BODY: True})
             except (TimeoutError, httpx.HTTPError) as exc:
                 raise self._transport_error(exc, params.timeout_s) from exc
             if response.status_code >= 300:
