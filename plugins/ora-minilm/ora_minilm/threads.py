@@ -6,28 +6,23 @@ idle threads spin after each product, taking CPU from the LLM), one thread a ste
 So the default is one thread; ``ORA_MINILM_THREADS=N`` asks for N, ``ORA_MINILM_THREADS=auto``
 leaves OpenBLAS's own choice (one thread per core).
 
-numpy has no API for this, so the setting goes to the OpenBLAS library numpy loaded, found in
-``/proc/self/maps`` and called through ctypes. It is process-wide (numpy has one BLAS). When
-no such library or function is found the encoder still works, on OpenBLAS's default threads,
-and says so: a ``RuntimeWarning`` and ``BlasThreads.applied = False`` with the reason.
+numpy has no API for this; ``threadpoolctl`` sets it on the BLAS library numpy loaded. It is
+process-wide (numpy has one BLAS). When no BLAS library is found the encoder still works, on
+the library's default threads, and says so: a ``RuntimeWarning`` and ``BlasThreads.applied =
+False`` with the reason.
 """
 
 from __future__ import annotations
 
-import ctypes
 import os
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 from .errors import MiniLMError
 
 ENV = "ORA_MINILM_THREADS"
 DEFAULT = 1
-SETTERS = ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads", "openblas_set_num_threads64_",
-           "openblas_set_num_threads")
-GETTERS = ("scipy_openblas_get_num_threads64_", "scipy_openblas_get_num_threads", "openblas_get_num_threads64_",
-           "openblas_get_num_threads")
 
 
 @dataclass(frozen=True)
@@ -56,48 +51,26 @@ def requested_threads(value: str | None = None) -> int | None:
     return n
 
 
-def loaded_openblas() -> list[Path]:
-    """Paths of the OpenBLAS libraries mapped into this process (numpy's, once it is imported)."""
-    try:
-        maps = Path("/proc/self/maps").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    found: dict[str, None] = {}
-    for line in maps.splitlines():
-        parts = line.split(maxsplit=5)
-        if len(parts) == 6 and "openblas" in Path(parts[5]).name.lower():
-            found[parts[5]] = None
-    return [Path(p) for p in found]
+def blas_libraries() -> Any:
+    """threadpoolctl's controllers of the BLAS libraries loaded in this process."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController().select(user_api="blas")
 
 
 def set_blas_threads(requested: int | None) -> BlasThreads:
-    """Apply ``requested`` to every OpenBLAS library numpy loaded; warn when that is impossible."""
-    import numpy  # noqa: F401 - loads numpy's OpenBLAS, so it appears in the process's maps
+    """Apply ``requested`` to every BLAS library numpy loaded; warn when that is impossible."""
+    import numpy  # noqa: F401 - loads numpy's BLAS, so threadpoolctl can find it
 
     if requested is None:
-        return BlasThreads(None, True, None, f"{ENV}=auto: OpenBLAS chooses")
-    libraries = loaded_openblas()
-    problems: list[str] = []
-    for path in libraries:
-        try:
-            lib = ctypes.CDLL(str(path))
-        except OSError as exc:
-            problems.append(f"{path}: {exc}")
-            continue
-        setter = next((getattr(lib, name) for name in SETTERS if hasattr(lib, name)), None)
-        if setter is None:
-            problems.append(f"{path}: none of {SETTERS}")
-            continue
-        setter.argtypes, setter.restype = [ctypes.c_int], None
-        setter(requested)
-        getter = next((getattr(lib, name) for name in GETTERS if hasattr(lib, name)), None)
-        threads = None
-        if getter is not None:
-            getter.argtypes, getter.restype = [], ctypes.c_int
-            threads = int(getter())
-        return BlasThreads(requested, True, threads, f"{path.name}: {requested} thread(s)")
-    detail = ("no OpenBLAS library is loaded (numpy uses another BLAS)" if not libraries
-              else "; ".join(problems))
-    warnings.warn(f"ora_minilm: cannot set numpy's BLAS threads to {requested} ({ENV}): {detail}; "
-                  "the encoder runs with the BLAS library's default", RuntimeWarning, stacklevel=2)
-    return BlasThreads(requested, False, None, detail)
+        return BlasThreads(None, True, None, f"{ENV}=auto: the BLAS library chooses")
+    libraries = blas_libraries()
+    if not libraries.lib_controllers:
+        detail = "no BLAS library is loaded that threadpoolctl can control"
+        warnings.warn(f"ora_minilm: cannot set numpy's BLAS threads to {requested} ({ENV}): {detail}; "
+                      "the encoder runs with the BLAS library's default", RuntimeWarning, stacklevel=2)
+        return BlasThreads(requested, False, None, detail)
+    libraries.limit(limits=requested)  # stays in force: a process-wide setting, never restored
+    counts = {c.num_threads for c in blas_libraries().lib_controllers}
+    names = ", ".join(sorted({c.internal_api for c in libraries.lib_controllers}))
+    return BlasThreads(requested, True, max(counts) if counts else None, f"{names}: {requested} thread(s)")

@@ -40,8 +40,10 @@ def test_a_bad_thread_count_names_the_variable(value: str):
         threads.requested_threads(value)
 
 
-def test_without_an_openblas_library_the_failure_is_a_warning_and_recorded(monkeypatch: pytest.MonkeyPatch):
-    monkeypatch.setattr(threads, "loaded_openblas", lambda: [])
+def test_without_a_blas_library_the_failure_is_a_warning_and_recorded(monkeypatch: pytest.MonkeyPatch):
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(threads, "blas_libraries", lambda: SimpleNamespace(lib_controllers=[]))
     with pytest.warns(RuntimeWarning, match="cannot set numpy's BLAS threads to 1"):
         result = threads.set_blas_threads(1)
-    assert not result.applied and "no OpenBLAS library is loaded" in result.detail
+    assert not result.applied and "no BLAS library is loaded" in result.detail
