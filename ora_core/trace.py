@@ -30,7 +30,7 @@ from .models import (
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
 _EVENT_KINDS = frozenset(get_args(EventKind))
-_EVENT_FIELDS = ("kind", "turn_id", "conversation_id", "seq", "at", "step", "step_index", "data")
+_EVENT_FIELDS = tuple(TraceEvent.model_fields)
 _new_object = object.__new__
 _set_attribute = object.__setattr__
 

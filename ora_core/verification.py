@@ -194,13 +194,13 @@ def _detect_raw(gc: Any, step: str, raw: str, quoted: list[str]) -> list[Signal]
 
 async def _model_verdict(gc: Any, step: str, which: Which, subject: str, criteria: str, quoted: list[str],
                          point: FaultPoint) -> Verdict:
-    from .pipeline.context import render_evidence
+    from .pipeline.gears.prompts import evidence_block
     from .reliability import StepSpec, _call, _StepState
 
     package = f"## VERIFICATION CRITERIA\n{criteria}\n\n## ANALYSIS UNDER REVIEW\n{subject}"
     spec = StepSpec(name=step, role=which, purpose="verifier", prompt_key=f"verify.{which}",
                     task=VERIFIER_TASK + "\n\n" + VERDICT_CONTRACT, package=package,
-                    evidence=render_evidence(gc.package) + gc.supplement_block(), stream=point.stream,
+                    evidence=evidence_block(gc), stream=point.stream,
                     layer="verifier_output", quoted=quoted)
     state = _StepState()
     try:

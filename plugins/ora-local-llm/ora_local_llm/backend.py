@@ -140,6 +140,7 @@ class LocalLLMBackend:
         gen = await asyncio.to_thread(probe)
         return {"model_path": str(loaded.path), "chat_format": loaded.chat_format,
                 "chat_template_from_gguf": loaded.has_gguf_template, "threads": loaded.threads,
+                "adapt_threads": (loaded.adapt_unavailable or "on") if self.options.adapt_threads else "off",
                 "n_ctx": loaded.n_ctx, "load_s": round(loaded.load_s, 3),
                 "probe_s": round(gen.latency_s, 3), "latency_s": round(time.perf_counter() - start, 3)}
 

@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,8 @@ class LoadedModel:
     #: the (generation, batch) thread counts set on the context now (adapted per call)
     active_threads: tuple[int, int] = (0, 0)
     last_sample: Any = None  # the last CpuSample taken for this model (see _Threads)
+    #: why ``adapt_threads`` cannot work here (no /proc/stat), once found; None while it works
+    adapt_unavailable: str | None = None
 
 
 @dataclass
@@ -141,12 +144,14 @@ class _Threads:
 
     def __init__(self, model: LoadedModel, opts: LocalLLMOptions) -> None:
         self.model, self.opts = model, opts
-        self.configured = (model.threads, model.batch_threads or model.threads)
+        self.configured = (model.threads, model.batch_threads)
 
     def start(self) -> tuple[int, int]:
         wanted = self.configured
         if self.opts.adapt_threads:
             now = cpu_sample()
+            if now is None:
+                self._unavailable()
             last = self.model.last_sample
             if now is not None and (last is None or not self.opts.adapt_window_s <= now.at - last.at <= self.RECENT_S):
                 last = now
@@ -170,6 +175,15 @@ class _Threads:
         wanted = choose_threads(self.configured[0], self.configured[1], free_cores(last, now))
         if wanted != self.model.active_threads:
             self._apply(wanted)
+
+    def _unavailable(self) -> None:
+        """adapt_threads is on but the machine cannot be read: say so once per model (a warning,
+        and ``adapt_unavailable`` for ``ora models list --check``); calls run as configured."""
+        if self.model.adapt_unavailable is None:
+            self.model.adapt_unavailable = ("no readable /proc/stat here: adapt_threads cannot see the other "
+                                            f"processes' load; every call runs on the configured {self.configured[0]} "
+                                            "thread(s)")
+            warnings.warn(f"ora-local-llm: {self.model.adapt_unavailable}", RuntimeWarning, stacklevel=2)
 
     def _apply(self, wanted: tuple[int, int]) -> None:
         if wanted != self.model.active_threads:

@@ -235,3 +235,19 @@ def test_a_generating_call_refits_its_threads_to_the_cores_others_leave_free(mon
             assert loaded.active_threads == expected
     finally:
         loaded.lock.release()
+
+
+def test_without_proc_stat_adaptation_is_named_once_and_calls_run_as_configured(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from ora_local_llm import engine
+
+    backend = backend_for(options={"threads": 2})
+    loaded = backend._ensure_loaded()
+    monkeypatch.setattr(engine, "cpu_sample", lambda: None)
+    monkeypatch.setattr(loaded, "adapt_unavailable", None)
+    question = [{"role": "user", "content": "Say OK."}]
+    with pytest.warns(RuntimeWarning, match="adapt_threads cannot see"):
+        gen = generate(loaded, question, max_tokens=2, temperature=0.0, stop=(), timeout_s=60, opts=backend.options,
+                       cancel=threading.Event())
+    assert gen.threads == (2, 2) and "no readable /proc/stat" in loaded.adapt_unavailable
+    assert asyncio.run(backend.check())["adapt_threads"] == loaded.adapt_unavailable
