@@ -138,7 +138,11 @@ class LocalLLMBackend:
                 raise self._engine_error(exc) from exc
 
         gen = await asyncio.to_thread(probe)
-        return {"model_path": str(loaded.path), "chat_format": loaded.chat_format,
+        conversion = ({"model_source": str(loaded.source_path), "conversion": loaded.conversion}
+                      if loaded.source_path else {})
+        if loaded.conversion_failure:
+            conversion["conversion_failed"] = loaded.conversion_failure
+        return {"model_path": str(loaded.path), **conversion, "chat_format": loaded.chat_format,
                 "chat_template_from_gguf": loaded.has_gguf_template, "threads": loaded.threads,
                 "adapt_threads": (loaded.adapt_unavailable or "on") if self.options.adapt_threads else "off",
                 "n_ctx": loaded.n_ctx, "load_s": round(loaded.load_s, 3),

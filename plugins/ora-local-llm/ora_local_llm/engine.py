@@ -48,6 +48,10 @@ class LoadedModel:
     last_sample: Any = None  # the last CpuSample taken for this model (see _Threads)
     #: why ``adapt_threads`` cannot work here (no /proc/stat), once found; None while it works
     adapt_unavailable: str | None = None
+    #: the configured file when ``path`` is a converted copy of it (see requantize.py)
+    source_path: Path | None = None
+    conversion: str | None = None  # e.g. "Q4_1 → Q8_0 (cached copy)"
+    conversion_failure: str | None = None  # why a wanted conversion did not happen
 
 
 @dataclass
@@ -200,28 +204,57 @@ def loaded_models() -> list[LoadedModel]:
 
 
 def load_model(path: Path, n_ctx: int, opts: LocalLLMOptions) -> LoadedModel:
-    key = (str(path), n_ctx, opts.threads, opts.batch_threads, opts.n_batch, opts.chat_format, opts.flash_attn)
+    """Load ``path`` (or its Q8_0 copy, per ``opts.requantize``) once per process and settings."""
+    key = (str(path), n_ctx, opts.threads, opts.batch_threads, opts.n_batch, opts.chat_format, opts.flash_attn,
+           opts.requantize, opts.cache_dir)
     with _LOAD_LOCK:
         cached = _MODELS.get(key)
         if cached is not None:
             return cached
+        from .requantize import prepare
+
         try:
             from llama_cpp import Llama
         except (ImportError, OSError) as exc:
             raise EngineError("import", f"llama-cpp-python cannot be imported ({type(exc).__name__}: {exc}); "
                                         "install it with scripts/install.sh") from exc
+
+        def construct(file: Path) -> Any:
+            try:
+                return Llama(model_path=str(file), n_ctx=n_ctx, n_threads=opts.threads,
+                             n_threads_batch=opts.batch_threads or opts.threads, n_batch=min(opts.n_batch, n_ctx),
+                             chat_format=opts.chat_format, flash_attn=opts.flash_attn, verbose=False)
+            except (ValueError, RuntimeError, OSError) as exc:
+                raise EngineError("load", f"llama.cpp could not load {file}: {exc}") from exc
+
+        source = path
+        prepared = prepare(source, opts.requantize, threads=opts.batch_threads or opts.threads,
+                           cache_dir=Path(opts.cache_dir).expanduser() if opts.cache_dir else None)
+        conversion, failure = prepared.conversion, prepared.failure
         start = time.perf_counter()
         try:
-            llama = Llama(model_path=str(path), n_ctx=n_ctx, n_threads=opts.threads,
-                          n_threads_batch=opts.batch_threads or opts.threads, n_batch=min(opts.n_batch, n_ctx),
-                          chat_format=opts.chat_format, flash_attn=opts.flash_attn, verbose=False)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise EngineError("load", f"llama.cpp could not load {path}: {exc}") from exc
+            llama = construct(prepared.path)
+            path = prepared.path
+        except EngineError as exc:
+            if prepared.path == source:
+                raise
+            # A cached copy that will not load (damaged after it was written): drop it, so the next
+            # load converts again, and run the source now.
+            failure = f"the cached copy {prepared.path} would not load ({exc}); it was removed"
+            prepared.path.unlink(missing_ok=True)
+            conversion = None
+            llama = construct(source)
+            path = source
+        if failure:
+            warnings.warn(f"ora-local-llm: {failure}; loading {source.name} as it is (slower prompt evaluation)",
+                          RuntimeWarning, stacklevel=2)
         batch_threads = opts.batch_threads or opts.threads
         model = LoadedModel(llama=llama, path=path, n_ctx=n_ctx, threads=opts.threads,
                             load_s=time.perf_counter() - start, chat_format=str(llama.chat_format),
                             has_gguf_template="tokenizer.chat_template" in llama.metadata,
-                            batch_threads=batch_threads, active_threads=(opts.threads, batch_threads))
+                            batch_threads=batch_threads, active_threads=(opts.threads, batch_threads),
+                            source_path=source if path != source else None, conversion=conversion,
+                            conversion_failure=failure)
         _MODELS[key] = model
         return model
 

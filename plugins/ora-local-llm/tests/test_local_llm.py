@@ -75,9 +75,10 @@ def test_the_chat_template_comes_from_the_gguf_and_the_model_loads_once() -> Non
     info = asyncio.run(first.check())
     asyncio.run(second.check())
     assert info["chat_template_from_gguf"] is True and info["chat_format"] == "chat_template.default"
-    assert info["threads"] == 1 and Path(info["model_path"]) == resolve_model_path(None)
-    same = [m for m in loaded_models() if m.path == resolve_model_path(None) and m.threads == 1
-            and m.n_ctx == first.context_window]
+    assert info["threads"] == 1 and Path(info["model_source"]) == resolve_model_path(None)
+    assert info["conversion"] == "Q4_1 → Q8_0 (cached copy)" and info["model_path"].endswith(".q8_0.gguf")
+    same = [m for m in loaded_models() if m.source_path == resolve_model_path(None) and m.threads == 1
+            and m.n_ctx == first.context_window and m.llama is not None]
     assert len(same) == 1, "two backends with the same settings share one loaded model"
 
 
@@ -251,3 +252,73 @@ def test_without_proc_stat_adaptation_is_named_once_and_calls_run_as_configured(
                        cancel=threading.Event())
     assert gen.threads == (2, 2) and "no readable /proc/stat" in loaded.adapt_unavailable
     assert asyncio.run(backend.check())["adapt_threads"] == loaded.adapt_unavailable
+
+
+# --- the Q8_0 copy of the bundled Q4_1 model (requantize.py) ----------------------------------
+
+
+@pytest.fixture
+def unload():
+    """Close the models a test loads with its own settings (each holds ~150 MB)."""
+    from ora_local_llm import engine
+
+    before = set(engine._MODELS)
+    yield
+    for key in set(engine._MODELS) - before:
+        engine._MODELS.pop(key).llama.close()
+
+
+def test_the_header_reader_finds_the_file_type_and_refuses_what_is_not_gguf(tmp_path: Path) -> None:
+    from ora_local_llm.requantize import RequantizeError, gguf_file_type
+
+    assert gguf_file_type(resolve_model_path(None)) == 3  # Q4_1, as the file name says
+    not_gguf = tmp_path / "notes.gguf"
+    not_gguf.write_text("hello")
+    with pytest.raises(RequantizeError, match="not a GGUF file"):
+        gguf_file_type(not_gguf)
+    truncated = tmp_path / "cut.gguf"
+    truncated.write_bytes(resolve_model_path(None).read_bytes()[:40])
+    with pytest.raises(RequantizeError, match="ends early"):
+        gguf_file_type(truncated)
+
+
+def test_the_bundled_model_runs_from_a_q8_0_copy_made_once(tmp_path: Path, unload: None) -> None:
+    from ora_local_llm.requantize import gguf_file_type, prepare
+
+    backend = backend_for(options={"threads": 1, "cache_dir": str(tmp_path)})
+    answer = asyncio.run(backend.complete(QUESTION, CompletionParams(max_tokens=8, timeout_s=60)))
+    assert answer.text.strip()
+    [copy] = tmp_path.glob("*.q8_0.gguf")
+    assert gguf_file_type(copy) == 7 and not list(tmp_path.glob("*.part"))  # Q8_0, no temp file left
+    info = asyncio.run(backend.check())
+    assert (Path(info["model_path"]), Path(info["model_source"])) == (copy, resolve_model_path(None))
+    assert info["conversion"] == "Q4_1 → Q8_0 (cached copy)" and "conversion_failed" not in info
+    made = copy.stat().st_mtime_ns
+    again = prepare(resolve_model_path(None), "auto", cache_dir=tmp_path)
+    assert again.path == copy and copy.stat().st_mtime_ns == made, "the copy is reused, not made again"
+    assert prepare(copy, "auto", cache_dir=tmp_path).path == copy, "a Q8_0 file is loaded as it is"
+    assert prepare(resolve_model_path(None), "off", cache_dir=tmp_path).path == resolve_model_path(None)
+
+
+def test_a_conversion_that_cannot_be_made_is_named_and_the_source_runs(tmp_path: Path, unload: None) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    backend = backend_for(options={"threads": 1, "cache_dir": str(blocker / "models")})
+    with pytest.warns(RuntimeWarning, match="could not make a Q8_0 copy of SmolLM2.*as it is"):
+        answer = asyncio.run(backend.complete(QUESTION, CompletionParams(max_tokens=8, timeout_s=60)))
+    assert answer.text.strip()
+    info = asyncio.run(backend.check())
+    assert Path(info["model_path"]) == resolve_model_path(None) and "model_source" not in info
+    assert "could not make a Q8_0 copy" in info["conversion_failed"]
+
+
+def test_a_damaged_cached_copy_is_removed_named_and_the_source_runs(tmp_path: Path, unload: None) -> None:
+    from ora_local_llm.requantize import cached_copy_path
+
+    damaged = cached_copy_path(resolve_model_path(None), tmp_path)
+    damaged.write_bytes(resolve_model_path(None).read_bytes()[:4096])  # a GGUF cut short
+    backend = backend_for(options={"threads": 1, "cache_dir": str(tmp_path)})
+    with pytest.warns(RuntimeWarning, match="would not load"):
+        info = asyncio.run(backend.check())
+    assert Path(info["model_path"]) == resolve_model_path(None) and "it was removed" in info["conversion_failed"]
+    assert not damaged.exists(), "the damaged copy is gone, so the next load converts again"
