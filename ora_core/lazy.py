@@ -64,29 +64,71 @@ class LazyBackendFactory:
         return f"LazyBackendFactory({self.name!r}, {self.target!r}, {state})"
 
 
+#: the last text lower-cased for a prefilter test, and its lower case: the detectors of one
+#: output test it one after another (one entry, replaced whole, so threads never see half of it)
+_last_lower: tuple[str, str] = ("", "")
+
+
 class LazyPattern:
     """A regular expression compiled on first use; otherwise it behaves as the compiled
     ``re.Pattern`` (every attribute is delegated). Detector modules hold dozens of patterns, and
     every ``ora`` command imports every plugin: compiling them at import would put tens of
-    milliseconds on each command's start-up for patterns most commands never run."""
+    milliseconds on each command's start-up for patterns most commands never run.
 
-    __slots__ = ("_compiled", "_flags", "_source")
+    ``search``, ``findall`` and ``finditer`` over a whole text first test the literals every
+    match must contain (``ora_core.prefilter``): when none occurs, the scan is skipped and the
+    answer is the one the scan would have given (no match)."""
+
+    __slots__ = ("_compiled", "_flags", "_need", "_source")
 
     def __init__(self, pattern: str, flags: int = 0) -> None:
         self._source = pattern
         self._flags = flags
         self._compiled: Any = None
+        self._need: Any = None
 
     def compiled(self) -> Any:
         if self._compiled is None:
             import re
 
-            self._compiled = re.compile(self._source, self._flags)
+            from .prefilter import required_literals
+
+            compiled = re.compile(self._source, self._flags)
+            need = required_literals(self._source, self._flags)
+            self._need = (tuple(sorted(need[0], key=len, reverse=True)), need[1]) if need else None
+            self._compiled = compiled
         return self._compiled
+
+    def cannot_match(self, text: Any) -> bool:
+        """True when ``text`` lacks every literal a match needs (so no scan can find one);
+        see ``ora_core.prefilter`` (under IGNORECASE only an ASCII text can be ruled out)."""
+        global _last_lower
+        if self._compiled is None:
+            self.compiled()
+        need = self._need
+        if need is None or type(text) is not str:
+            return False
+        literals, icase = need
+        if icase:
+            if not text.isascii():
+                return False
+            last = _last_lower
+            if last[0] is text:
+                text = last[1]
+            else:
+                lower = text.lower()
+                _last_lower = (text, lower)
+                text = lower
+        for literal in literals:  # noqa: SIM110 - a plain loop: any() over a generator costs ~2x here
+            if literal in text:
+                return False
+        return True
 
     # The hot methods, spelled out: reaching them through ``__getattr__`` (a failed lookup
     # first) cost ~1 ms per Gear-4 turn across the detectors.
     def search(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and self.cannot_match(args[0]):
+            return None
         return (self._compiled or self.compiled()).search(*args, **kwargs)
 
     def match(self, *args: Any, **kwargs: Any) -> Any:
@@ -96,9 +138,13 @@ class LazyPattern:
         return (self._compiled or self.compiled()).fullmatch(*args, **kwargs)
 
     def findall(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and self.cannot_match(args[0]):
+            return []
         return (self._compiled or self.compiled()).findall(*args, **kwargs)
 
     def finditer(self, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and self.cannot_match(args[0]):
+            return iter(())
         return (self._compiled or self.compiled()).finditer(*args, **kwargs)
 
     def sub(self, *args: Any, **kwargs: Any) -> Any:

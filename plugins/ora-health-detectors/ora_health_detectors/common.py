@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from itertools import islice
 from typing import Any
 
 from ora_core.lazy import lazy_compile
@@ -65,6 +66,13 @@ def _mask_quoted(text: str) -> tuple[str, tuple[bool, ...]]:
 
 def word_count(text: str) -> int:
     return len(_WORD.findall(text))
+
+
+def has_words(text: str, minimum: int) -> bool:
+    """``word_count(text) >= minimum``, stopping at the ``minimum``-th word."""
+    if minimum <= 0:
+        return True
+    return next(islice(_WORD.finditer(text), minimum - 1, None), None) is not None
 
 
 def sentences(text: str) -> tuple[tuple[int, int, str], ...]:

@@ -23,6 +23,7 @@ from .common import (
     LAYER,
     MIN_WORDS_KEY,
     ctx_data,
+    has_words,
     mask_quoted,
     plugin_settings,
     sentences,
@@ -72,6 +73,8 @@ class RefusalDetector(_Base):
 
     def detect(self, text: str, ctx: Any) -> list[Signal]:
         masked, _ = mask_quoted(text)
+        if _REFUSAL.cannot_match(masked):  # then no sentence of it can match either
+            return []
         total = word_count(masked)
         found: list[Signal] = []
         for start, end, sentence in sentences(masked):
@@ -113,6 +116,8 @@ class ClarificationLoopDetector(_Base):
 
     def detect(self, text: str, ctx: Any) -> list[Signal]:
         masked, _ = mask_quoted(text)
+        if _ASKS_USER.cannot_match(masked):  # then no sentence of it asks the user anything
+            return []
         body_limit = int(plugin_settings(ctx).get("clarification_body_words", 60))
         asks: list[tuple[int, int, str]] = []
         body_words = 0
@@ -162,13 +167,13 @@ class BriefStubDetector(_Base):
         found: list[Signal] = []
         masked, _ = mask_quoted(text)
         minimum = self.min_words(ctx)
-        words = word_count(text)
-        if words < minimum:
+        words = word_count(text) if not has_words(text, minimum) else None
+        if words is not None:
             found.append(self._signal("brief-stub", text.strip(), 0, len(text), "strong",
                                       words=words, min_words=minimum))
         for match in _PLACEHOLDER.finditer(masked):
             found.append(self._signal("stub-placeholder", match.group(0), match.start(), match.end(),
-                                      "strong", words=words))
+                                      "strong", words=word_count(text) if words is None else words))
             break
         return found
 
