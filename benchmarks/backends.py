@@ -8,11 +8,14 @@
     reuse), and the harness's ceiling: the same requests sent with bare aiohttp, no Ora at all.
     Target: reuse >= 0.8x ideal.
 (b) The local model (SmolLM2-135M-Instruct, llama.cpp in-process): prompt and generation
-    tokens/s at 1 and 2 threads (and 1 generation + 2 prompt threads); the wall time, step
+    tokens/s at 1 and 2 threads, from the Q8_0 copy a default load makes and from the bundled
+    Q4_1 file as it is (``requantize = "off"``); the wall time, step
     timings and peak RSS (the child's own, from wait4) of a default ``ora run`` of the README
     prompt (routed to gear 2; the sample vault ingested into a temporary Chroma, copied fresh per
     variant), side by side with variants that undo one speed measure each (no background
-    warm-up, 2 threads, retrieval k=5). Targets: <= 15 s, <= 1.2 GB.
+    warm-up, 2 threads, retrieval k=5, the Q4_1 file as it is). Targets: <= 15 s, <= 1.2 GB.
+    A run's time depends on the path the sampled text takes (a regeneration, a supplement, a
+    re-revision, replies that run to max_tokens): each row prints its prompt and generated tokens.
 
     python benchmarks/backends.py [--turns 50] [--rounds 5] [--skip-run] [--variants default,k_5]
 """
@@ -170,9 +173,10 @@ def bench_local_model() -> dict[str, Any]:
                    {"role": "user", "content": "Summarise the rules above in one word."}]
     story = [{"role": "user", "content": "Write a long story about a lighthouse keeper and a storm."}]
     rows = {}
-    for label, threads, batch_threads in (("threads_1", 1, None), ("threads_2", 2, None),
-                                          ("threads_1_batch_2", 1, 2)):
-        opts = LocalLLMOptions(threads=threads, batch_threads=batch_threads, seed=7)
+    for label, threads, batch_threads, requantize in (
+            ("q8_0_copy_threads_1", 1, None, "auto"), ("q8_0_copy_threads_2", 2, None, "auto"),
+            ("q4_1_file_threads_1", 1, None, "off"), ("q4_1_file_threads_2", 2, None, "off")):
+        opts = LocalLLMOptions(threads=threads, batch_threads=batch_threads, seed=7, requantize=requantize)
         start = time.perf_counter()
         model = load_model(path, 2048, opts)
         load_s = time.perf_counter() - start
@@ -199,6 +203,7 @@ RUN_VARIANTS: dict[str, dict[str, str]] = {
     "no_warmup": {"ORA__PIPELINE__WARMUP": "false"},
     "threads_2": {"ORA__BACKENDS__LOCAL__OPTIONS__THREADS": "2"},
     "k_5": {"ORA__RETRIEVAL__K": "5"},
+    "q4_1": {"ORA__BACKENDS__LOCAL__OPTIONS__REQUANTIZE": "off"},
 }
 
 
@@ -248,6 +253,9 @@ def bench_default_run(variants: list[str]) -> list[dict[str, Any]]:
                 "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "status": result.get("status"),
                 "gear": result.get("gear"),
                 "steps_s": {k: round(v, 2) for k, v in steps.items() if v >= 0.05},
+                "prompt_tokens": sum(c.get("prompt_tokens") or 0 for c in result.get("runtime_role_models", [])),
+                "generated_tokens": sum(c.get("completion_tokens") or 0
+                                        for c in result.get("runtime_role_models", [])),
                 "calls": [(c["role"], c["effective_model"], c.get("prompt_tokens"), c.get("completion_tokens"),
                            round(c["latency_s"], 2)) for c in result.get("runtime_role_models", [])],
                 "stderr_tail": stderr[-500:] if proc.returncode else ""})
@@ -288,7 +296,8 @@ def main() -> int:
         if run["variant"] == "default":
             ok = ok and met
         print(f"(b) `ora run` [{run['variant']}]: {run['wall_s']} s (target <= 15), peak RSS {run['peak_rss_mb']} MB "
-              f"(target <= 1200), status {run['status']}, exit {run['exit_code']}, load {run['loadavg_1m_before']}; "
+              f"(target <= 1200), status {run['status']}, exit {run['exit_code']}, load {run['loadavg_1m_before']}, "
+              f"{run['prompt_tokens']} prompt + {run['generated_tokens']} generated tokens; "
               f"steps {run['steps_s']}")
     runs = {r["variant"]: r for r in report.get("b_default_run", [])}
     if "default" in runs:
