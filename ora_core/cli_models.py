@@ -115,7 +115,8 @@ def _check_cell(check: dict[str, Any]) -> str:
     if check["reachable"]:
         info = check.get("info") or {}
         extra = ", ".join(f"{k}={v}" for k, v in info.items() if k in ("chat_format", "threads", "load_s",
-                                                                       "model_listed", "note", "endpoint"))
+                                                                       "model_listed", "note", "endpoint",
+                                                                       "conversion", "conversion_failed"))
         return f"reachable ({check['latency_s']}s)" + (f"\n{extra}" if extra else "")
     error = check["error"]
     return f"UNREACHABLE: {error.get('kind')}: {error.get('message')}"
