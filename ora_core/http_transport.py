@@ -7,6 +7,8 @@ Two choices, picked by a backend's ``transport`` option (``make_transport``):
     transport. aiohttp's HTTP/1.1 client does the socket work in C (its parser, yarl, multidict),
     which costs a fraction of httpcore's pure-Python path per request; on a loaded event loop
     that is the difference between keeping up with the server and queueing behind the client.
+    Its ``send_whole`` sends a byte body and reads the answer whole without httpx's request and
+    response objects at all (the backends' non-streaming calls).
 ``httpcore``
     ``ShardedTransport``: httpx's own transport, its pool split into shards (see the class).
 
@@ -25,7 +27,7 @@ import asyncio
 import functools
 import math
 import ssl
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
@@ -41,7 +43,16 @@ TRANSPORT_KINDS: tuple[str, ...] = ("aiohttp", "httpcore")
 
 #: Request headers the transport below manages itself (framing and connection handling).
 _HOP_BY_HOP = frozenset({"connection", "keep-alive", "transfer-encoding", "te", "upgrade", "proxy-connection"})
+_FRAMED = _HOP_BY_HOP | {"content-length"}
 _URL_CACHE_MAX = 256
+
+
+@functools.cache
+def _client_errors() -> tuple[type[BaseException], ...]:
+    """What aiohttp and the socket raise (aiohttp is imported lazily)."""
+    import aiohttp
+
+    return (aiohttp.ClientError, OSError, TimeoutError)
 
 
 @functools.cache
@@ -184,9 +195,11 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         self._loop = loop
         return self._session
 
-    def _timeout(self, extension: dict[str, float | None]) -> aiohttp.ClientTimeout:
-        connect, read, pool = extension.get("connect"), extension.get("read"), extension.get("pool")
-        key = (connect, read, pool)
+    def _timeout(self, extension: Mapping[str, float | None], *, read: bool = True) -> aiohttp.ClientTimeout:
+        """aiohttp's timeouts for httpx's timeout extension; without ``read``, no per-read timer."""
+        connect, pool = extension.get("connect"), extension.get("pool")
+        read_s = extension.get("read") if read else None
+        key = (connect, read_s, pool)
         timeout = self._timeouts.get(key)
         if timeout is None:
             import aiohttp
@@ -194,13 +207,15 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
             # aiohttp's ``connect`` covers waiting for a pooled connection and opening one;
             # ``sock_connect`` only the opening; ``sock_read`` the gap between bytes received.
             acquire = None if pool is None else pool + (connect or 0.0)
-            timeout = aiohttp.ClientTimeout(total=None, connect=acquire, sock_connect=connect, sock_read=read)
+            timeout = aiohttp.ClientTimeout(total=None, connect=acquire, sock_connect=connect, sock_read=read_s)
             if len(self._timeouts) < 64:
                 self._timeouts[key] = timeout
         return timeout
 
     def _url(self, request: httpx.Request) -> Any:
-        raw = str(request.url)
+        return self._url_of(str(request.url))
+
+    def _url_of(self, raw: str) -> Any:
         url = self._urls.get(raw)
         if url is None:
             import yarl
@@ -212,6 +227,39 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         return url
 
     # --- one request ------------------------------------------------------------------------
+
+    async def send_whole(self, method: str, url: str, headers: Sequence[tuple[str, str]], content: bytes,
+                         timeout: Mapping[str, float | None], *, read_bounded: bool = False) -> WholeResponse:
+        """One request with a byte body whose response is read whole, without httpx's ``Request``
+        and ``Response`` objects (building them costs about a third of the client's CPU per call).
+
+        What ``handle_async_request`` does for that request with ``READ_BODY`` set: the same bytes
+        on the wire (``headers`` as ``wire_headers`` gives them; aiohttp adds ``Content-Length``),
+        the same timeouts (``timeout`` is httpx's timeout extension), the connection handed back
+        or closed the same way, and every failure raised as the same httpx error (its ``request``
+        is built only then). ``plugins/ora-openai/tests/test_call_path.py`` pins the two side by side.
+
+        ``read_bounded``: the caller awaits this under its own deadline no longer than the read
+        timeout, so the read timeout is left to that deadline instead of arming aiohttp's
+        per-read timer (re-armed on every chunk received: timer-heap work on every call). A
+        cancelled call (that deadline) closes the connection: it cannot be reused mid-response."""
+        session = self._open_session()
+        try:
+            response = await session.request(method, self._url_of(url), headers=headers, data=content or None,
+                                             allow_redirects=False,
+                                             timeout=self._timeout(timeout, read=not read_bounded))
+        except _client_errors() as exc:  # evaluated only when something was raised
+            raise _as_httpx_error(exc, _request_for(method, url, headers, content)) from exc
+        try:
+            body = await response.read()
+        except _client_errors() as exc:  # evaluated only when something was raised
+            response.close()  # broken mid-body: the connection cannot be reused
+            raise _as_httpx_error(exc, _request_for(method, url, headers, content), reading_body=True) from exc
+        except BaseException:
+            response.close()  # cancelled mid-body (a caller's deadline): not reusable either
+            raise
+        response.release()
+        return WholeResponse(response.status, response.headers, body)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         import aiohttp
@@ -250,6 +298,32 @@ class AiohttpTransport(httpx.AsyncBaseTransport):
         self._loop = None
         if session is not None and not session.closed:
             await session.close()
+
+
+class WholeResponse:
+    """A response read whole by ``AiohttpTransport.send_whole``: the status, the headers
+    (aiohttp's case-insensitive multidict: ``headers.get("retry-after")``) and the raw body."""
+
+    __slots__ = ("status_code", "headers", "content")
+
+    def __init__(self, status_code: int, headers: Mapping[str, str], content: bytes) -> None:
+        self.status_code = status_code
+        self.headers = headers
+        self.content = content
+
+
+def wire_headers(raw: Sequence[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
+    """Raw httpx header pairs as ``send_whole`` takes them: text, minus the headers aiohttp
+    frames itself (``Content-Length`` included: it is computed from the body)."""
+    try:
+        return [(k.decode(), v.decode()) for k, v in raw if k.lower().decode() not in _FRAMED]
+    except UnicodeDecodeError as exc:  # aiohttp writes headers as UTF-8 text
+        raise httpx.LocalProtocolError(f"a request header is not UTF-8 text and cannot be sent: {exc}") from exc
+
+
+def _request_for(method: str, url: str, headers: Sequence[tuple[str, str]], content: bytes) -> httpx.Request:
+    """The httpx request ``send_whole`` sent, for the httpx error that reports its failure."""
+    return httpx.Request(method, url, headers=list(headers), content=content)
 
 
 def _header_pairs(request: httpx.Request) -> list[tuple[str, str]]:

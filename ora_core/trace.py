@@ -219,7 +219,16 @@ class TurnContext:
 
     def record_call(self, record: ModelCallRecord, step: str = "") -> None:
         self.calls.append(record)
-        self.emit("model_call", step=step, **record.model_dump(mode="json"), mismatch=record.mismatch)
+        if type(record) is ModelCallRecord:
+            # Every field is JSON-native already: its values, the lists and dicts copied, are
+            # what ``model_dump(mode="json")`` gives (pinned in tests/test_backends_call_path.py).
+            data = dict(record.__dict__)
+            data["fallback_flags"] = list(data["fallback_flags"])
+            if data["error"] is not None:
+                data["error"] = dict(data["error"])
+        else:
+            data = record.model_dump(mode="json")
+        self.emit("model_call", step=step, **data, mismatch=record.mismatch)
 
     # --- closing ------------------------------------------------------------------------------
 

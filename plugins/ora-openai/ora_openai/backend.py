@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
+from ora_core.deadlines import deadline
 from ora_core.errors import (
     BackendAuthError,
     BackendBadResponse,
@@ -27,11 +28,27 @@ from .breaker import breaker_for
 from .cache import ResponseCache, default_cache_dir, request_key
 from .http import Transient, status_error
 from .options import OpenAIOptions, parse_options
-from .transport import READ_BODY, make_client
+from .transport import READ_BODY, AiohttpTransport, make_client, wire_headers
 
 BACKEND_TYPE = "openai"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 T = TypeVar("T")
+#: The request body's JSON as httpx's ``json=`` writes it; one encoder, not one per call.
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_NO_AUTH: list[tuple[bytes, bytes]] = []
+_COMPLETION_FIELDS = frozenset(Completion.model_fields)
+
+
+def _built_completion(fields: dict[str, Any]) -> Completion:
+    """A ``Completion`` from parts already typed (``_parse`` checked or converted each one),
+    every field given in field order: what validating them would build, without that cost on
+    every call. ``plugins/ora-openai/tests/test_call_path.py`` pins it equal to the validated one."""
+    completion = object.__new__(Completion)
+    object.__setattr__(completion, "__dict__", fields)
+    object.__setattr__(completion, "__pydantic_fields_set__", set(_COMPLETION_FIELDS))
+    object.__setattr__(completion, "__pydantic_extra__", None)
+    object.__setattr__(completion, "__pydantic_private__", None)
+    return completion
 
 
 class OpenAIBackend:
@@ -47,6 +64,7 @@ class OpenAIBackend:
         self.breaker = breaker_for(self.base_url, failures=options.breaker_failures, reset_s=options.breaker_reset_s)
         try:
             self._chat_url = httpx.URL(f"{self.base_url}/chat/completions")  # parsed once, not per call
+            self._chat_url_text = str(self._chat_url)
         except httpx.InvalidURL as exc:
             raise ConfigError(f"base_url {settings.base_url!r} of an 'openai' backend is not a URL: {exc}",
                               field="base_url") from None
@@ -55,6 +73,7 @@ class OpenAIBackend:
         self._transport: httpx.AsyncBaseTransport | None = None
         self._base_headers: list[tuple[bytes, bytes]] = []
         self._auth_cache: tuple[str | None, list[tuple[bytes, bytes]]] = (None, [])
+        self._wire_cache: tuple[tuple[list[Any], list[Any]] | None, list[tuple[str, str]]] = (None, [])
         self._timeouts: dict[float, dict[str, float | None]] = {}
         self._cache: ResponseCache | None = None
         self._backoff = wait_exponential_jitter(multiplier=options.backoff_initial_s, max=options.backoff_max_s,
@@ -94,11 +113,25 @@ class OpenAIBackend:
         return {}
 
     def _auth_raw(self) -> list[tuple[bytes, bytes]]:
-        """The auth header as raw pairs, rebuilt only when the resolved key changes."""
+        """The auth header as raw pairs, rebuilt only when the resolved key changes (the same
+        list object while it does not: ``_wire_headers`` caches on it)."""
         key = self.settings.resolved_api_key()
-        if key != self._auth_cache[0] or not key:
-            self._auth_cache = (key, [(k.encode(), v.encode()) for k, v in self._auth_headers().items()])
+        if key and key == self._auth_cache[0]:
+            return self._auth_cache[1]
+        if not key and not self.settings.api_key_env:
+            return _NO_AUTH  # no key configured: nothing to send
+        self._auth_cache = (key, [(k.encode(), v.encode()) for k, v in self._auth_headers().items()])
         return self._auth_cache[1]
+
+    def _wire_headers(self) -> list[tuple[str, str]]:
+        """Every header of a chat completion but ``Content-Length``, as text pairs for
+        ``AiohttpTransport.send_whole``; rebuilt only when the client or the key changes."""
+        base, auth = self._base_headers, self._auth_raw()
+        built_from, wire = self._wire_cache
+        if built_from is None or built_from[0] is not base or built_from[1] is not auth:
+            wire = wire_headers([*base, *auth])
+            self._wire_cache = ((base, auth), wire)
+        return wire
 
     def _timeout(self, timeout_s: float) -> httpx.Timeout:
         return httpx.Timeout(timeout_s, connect=min(self.options.connect_timeout_s, timeout_s))
@@ -111,12 +144,17 @@ class OpenAIBackend:
                 self._timeouts[timeout_s] = ext
         return ext
 
+    @staticmethod
+    def _encode(body: dict[str, Any]) -> bytes:
+        """The JSON body as httpx's ``json=`` would encode it."""
+        return _JSON.encode(body).encode("utf-8")
+
     def _request(self, body: dict[str, Any], timeout_s: float, *, whole: bool = False) -> httpx.Request:
         """``POST {base_url}/chat/completions`` with the JSON body: the request httpx's client would
         build (same headers, JSON encoding and timeouts), from parts prepared once per backend.
         ``whole``: the body will be read at once (not a stream), so the transport may read it."""
         self._http()
-        content = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+        content = self._encode(body)
         headers = [*self._base_headers, *self._auth_raw(), (b"Content-Length", b"%d" % len(content))]
         extensions: dict[str, Any] = {"timeout": self._timeout_extension(timeout_s)}
         if whole:
@@ -216,7 +254,7 @@ class OpenAIBackend:
                               f"circuit open for {self.base_url} after repeated failures; not calling it for "
                               f"another {self.breaker.retry_in():.1f}s", detail="circuit breaker: open")
 
-    def _on_status(self, response: httpx.Response, body: bytes) -> None:
+    def _on_status(self, response: Any, body: bytes) -> None:
         error, transient, verdict = status_error(response.status_code, body, response.headers,
                                                  provider=self.provider, model=self.model, endpoint=self.base_url,
                                                  retry_after_max_s=self.options.retry_after_max_s)
@@ -239,9 +277,27 @@ class OpenAIBackend:
 
     async def _post_once(self, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         self._admit()
+        self._http()
+        transport = self._transport
+        if not isinstance(transport, AiohttpTransport):
+            return await self._post_once_httpx(body, timeout_s)
+        # The default transport: straight to aiohttp with the request's parts, no httpx objects
+        # (``send_whole``: same bytes on the wire, same httpx errors for the same failures).
+        content = self._encode(body)
+        try:
+            async with deadline(timeout_s):
+                response = await transport.send_whole("POST", self._chat_url_text, self._wire_headers(), content,
+                                                      self._timeout_extension(timeout_s), read_bounded=True)
+        except (TimeoutError, httpx.HTTPError) as exc:
+            raise self._transport_error(exc, "chat completion", timeout_s) from exc
+        return self._answer(response, response.content)
+
+    async def _post_once_httpx(self, body: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        """One attempt through httpx's request and response types: the ``httpcore`` transport,
+        and the client when an environment proxy applies."""
         request = self._request(body, timeout_s, whole=True)
         try:
-            async with asyncio.timeout(timeout_s):
+            async with deadline(timeout_s):
                 response = await self._send(request)
                 try:
                     raw = await response.aread()
@@ -250,6 +306,10 @@ class OpenAIBackend:
         except (TimeoutError, httpx.HTTPError) as exc:
             problem = self._transport_error(exc, "chat completion", timeout_s)
             raise problem from exc
+        return self._answer(response, raw)
+
+    def _answer(self, response: Any, raw: bytes) -> dict[str, Any]:
+        """The decoded JSON of one attempt's response (``status_code``, ``headers``), or its error."""
         if response.status_code >= 300:
             self._on_status(response, raw)
         try:
@@ -301,13 +361,12 @@ class OpenAIBackend:
 
     async def complete(self, messages: Sequence[Message], params: CompletionParams) -> Completion:
         start = time.perf_counter()
-        url = f"{self.base_url}/chat/completions"
         body = self._body(messages, params, stream=False)
         cache, key = None, ""
         try:
             cache = self._response_cache()
             if cache is not None:
-                key = request_key(url, body)
+                key = request_key(f"{self.base_url}/chat/completions", body)
                 hit = await cache.get(key)
                 if hit is not None:
                     return Completion(**hit, provider=self.provider, family=self.family, cached=True,
@@ -317,22 +376,24 @@ class OpenAIBackend:
             cache = None
         data, attempts = await self._with_retries(lambda: self._post_once(body, params.timeout_s))
         text, finish, prompt_tokens, completion_tokens, model = self._parse(data)
-        stored = {"text": text, "model": model, "prompt_tokens": prompt_tokens,
-                  "completion_tokens": completion_tokens, "finish_reason": finish}
         if cache is not None:
+            stored = {"text": text, "model": model, "prompt_tokens": prompt_tokens,
+                      "completion_tokens": completion_tokens, "finish_reason": finish}
             try:
                 await cache.put(key, stored)
             except Exception as exc:  # noqa: BLE001 - see _cache_failed
                 self._cache_failed("write", exc)
-        return Completion(**stored, provider=self.provider, family=self.family, attempts=attempts,
-                          latency_s=time.perf_counter() - start)
+        return _built_completion({
+            "text": text, "provider": self.provider, "model": model, "family": self.family,
+            "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+            "latency_s": time.perf_counter() - start, "finish_reason": finish, "cached": False, "attempts": attempts})
 
     async def _open_stream(self, body: dict[str, Any], timeout_s: float) -> httpx.Response:
         self._admit()
         request = self._request(body, timeout_s)
         response: httpx.Response | None = None
         try:
-            async with asyncio.timeout(timeout_s):
+            async with deadline(timeout_s):
                 response = await self._send(request)
                 if response.status_code >= 300:
                     raw = await response.aread()

@@ -13,11 +13,13 @@ from ora_core.http_transport import (
     TRANSPORT_KINDS,
     AiohttpTransport,
     ShardedTransport,
+    WholeResponse,
     env_proxy_applies,
     make_client,
     make_transport,
     shared_ssl_context,
+    wire_headers,
 )
 
 __all__ = ["READ_BODY", "TRANSPORT_KINDS", "AiohttpTransport", "ShardedTransport", "env_proxy_applies", "make_client",
-           "make_transport", "shared_ssl_context"]
+           "make_transport", "shared_ssl_context", "WholeResponse", "wire_headers"]

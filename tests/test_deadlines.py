@@ -1,0 +1,166 @@
+"""``ora_core.deadlines.deadline``: ``asyncio.timeout``'s contract, kept by one watchdog per loop.
+
+Each scenario runs under both and must end the same way: an overrun raises ``TimeoutError``
+(late by at most one tick), a block that finishes in time leaves its task uncancelled, nested
+deadlines each answer for their own, and a cancellation from outside stays a cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from ora_core import deadlines
+from ora_core.deadlines import TICK_S, deadline
+
+KINDS: dict[str, Callable[[float], Any]] = {"asyncio.timeout": asyncio.timeout, "ora deadline": deadline}
+
+
+@pytest.fixture(params=list(KINDS))
+def limit(request: pytest.FixtureRequest) -> Callable[[float], Any]:
+    return KINDS[request.param]
+
+
+def test_an_overrun_raises_timeout_error_on_time_and_the_task_goes_on(limit) -> None:
+    async def main() -> tuple[float, str]:
+        start = time.monotonic()
+        with pytest.raises(TimeoutError):
+            async with limit(0.1):
+                await asyncio.sleep(5)
+        elapsed = time.monotonic() - start
+        await asyncio.sleep(0.01)  # the task is not left cancelled
+        return elapsed, "went on"
+
+    elapsed, after = asyncio.run(main())
+    assert 0.1 <= elapsed < 0.1 + TICK_S + 0.5 and after == "went on"
+
+
+def test_a_block_that_finishes_in_time_is_never_cancelled_later(limit) -> None:
+    async def main() -> str:
+        async with limit(0.1):
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1 + 2 * TICK_S)  # past the old deadline: nothing fires
+        return "done"
+
+    assert asyncio.run(main()) == "done"
+
+
+def test_nested_deadlines_each_answer_for_their_own(limit) -> None:
+    async def main() -> list[str]:
+        seen = []
+        async with limit(5):
+            try:
+                async with limit(0.05):
+                    await asyncio.sleep(5)
+            except TimeoutError:
+                seen.append("inner expired")
+            await asyncio.sleep(0.01)
+            seen.append("outer still running")
+        try:
+            async with limit(0.1), limit(5):  # the outer expires: the inner lets the cancellation through
+                await asyncio.sleep(5)
+        except TimeoutError:
+            seen.append("outer expired")
+        return seen
+
+    assert asyncio.run(main()) == ["inner expired", "outer still running", "outer expired"]
+
+
+def test_a_cancellation_from_outside_stays_a_cancellation(limit) -> None:
+    async def main() -> str:
+        async def guarded() -> None:
+            async with limit(0.05):
+                await asyncio.sleep(5)
+
+        task = asyncio.create_task(guarded())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled"
+        except TimeoutError:
+            return "timed out"
+        return "finished"
+
+    assert asyncio.run(main()) == "cancelled"
+
+
+def test_the_deadline_passing_during_an_outside_cancellation_is_not_a_timeout(limit) -> None:
+    async def main() -> str:
+        async def guarded() -> None:
+            async with limit(0.05):
+                try:
+                    await asyncio.sleep(5)
+                finally:
+                    await asyncio.sleep(0.05 + 2 * TICK_S)  # cleanup outlives the deadline
+
+        task = asyncio.create_task(guarded())
+        await asyncio.sleep(0.01)
+        task.cancel()
+        try:
+            await task
+        except asyncio.CancelledError:
+            return "cancelled"
+        except TimeoutError:
+            return "timed out"
+        return "finished"
+
+    assert asyncio.run(main()) == "cancelled"
+
+
+def test_outside_a_task_it_refuses_by_name() -> None:
+    async def enter(block: Any) -> None:
+        async with block:
+            pass
+
+    async def main() -> str:
+        loop = asyncio.get_running_loop()
+        said: asyncio.Future[str] = loop.create_future()
+
+        def from_a_callback() -> None:  # a loop callback runs outside any task
+            coroutine = enter(deadline(1))
+            try:
+                coroutine.send(None)
+            except RuntimeError as exc:
+                said.set_result(str(exc))
+            finally:
+                coroutine.close()
+
+        loop.call_soon(from_a_callback)
+        return await said
+
+    assert "inside a task" in asyncio.run(main())
+
+
+def test_the_watchdog_ticks_only_while_blocks_are_open_and_serves_each_loop_and_thread() -> None:
+    async def one(seconds: float) -> str:
+        try:
+            async with deadline(seconds):
+                await asyncio.sleep(0.3)
+            return "answered"
+        except TimeoutError:
+            return "timed out"
+
+    async def main() -> tuple[list[str], bool, bool]:
+        outcomes = await asyncio.gather(one(0.05), one(2), one(0.1))
+        dog = deadlines._local.watchdog
+        assert dog is not None and dog.loop() is asyncio.get_running_loop()
+        await asyncio.sleep(2 * TICK_S)  # nothing open: the last tick does not re-arm
+        return outcomes, dog.handle is not None, not dog.open
+
+    results: list[Any] = []
+    threads = [threading.Thread(target=lambda: results.append(asyncio.run(main()))) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    results.append(asyncio.run(main()))  # and again on this thread's new loop
+    for outcomes, still_ticking, empty in results:
+        assert outcomes == ["timed out", "answered", "timed out"]
+        assert not still_ticking and empty
