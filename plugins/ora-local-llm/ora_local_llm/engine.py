@@ -168,7 +168,11 @@ class _Threads:
         return wanted
 
     def tick(self) -> None:
-        """Between two tokens: re-fit the threads to the cores free since the last look."""
+        """Between two tokens: re-fit the threads to the cores free since the last look (only
+        for a call that adapts: a call with ``adapt_threads`` off keeps its configured threads
+        even when an adapting backend sharing the model left a look behind)."""
+        if not self.opts.adapt_threads:
+            return
         last = self.model.last_sample
         if last is None or time.monotonic() - last.at < self.RECHECK_S:
             return

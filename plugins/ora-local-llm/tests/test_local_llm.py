@@ -238,6 +238,25 @@ def test_a_generating_call_refits_its_threads_to_the_cores_others_leave_free(mon
         loaded.lock.release()
 
 
+def test_a_call_without_adaptation_is_not_refitted_by_a_look_another_backend_left(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from ora_local_llm import engine
+
+    monkeypatch.setattr(engine, "_cores", lambda: 2)
+    fixed = backend_for(options={"threads": 2, "adapt_threads": False})
+    loaded = fixed._ensure_loaded()
+    assert loaded.lock.acquire(timeout=30)
+    try:
+        threads = engine._Threads(loaded, fixed.options)
+        threads._apply((2, 2))
+        now = cpu_sample()  # a stale look in which other processes kept every core busy
+        loaded.last_sample = CpuSample(at=now.at - 1.0, idle=now.idle, total=now.total - 200.0, own=now.own)
+        threads.tick()
+        assert loaded.active_threads == (2, 2)
+    finally:
+        loaded.lock.release()
+
+
 def test_without_proc_stat_adaptation_is_named_once_and_calls_run_as_configured(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from ora_local_llm import engine
