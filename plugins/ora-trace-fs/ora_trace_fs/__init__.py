@@ -6,7 +6,9 @@ timestamp) holds ``NN-<step>.json`` + ``NN-<step>.md`` per step, the append-only
 ``oversight-queue.jsonl``, ``turn.json`` and ``step-health.json``.
 
 Options, in ``[plugins.trace-fs]`` of ``ora.toml``: ``fsync`` (default true: every file is
-flushed to the disk before the turn returns) and ``close_timeout_s`` (default 30).
+flushed to the disk before the turn returns) and ``close_timeout_s`` (default 30: how long a
+closing turn waits for the writer thread to let go of the disk; past it the turn returns with
+its tracing marked degraded, and the writer thread writes the turn's files when it can).
 
 This module stays light: the sink and the commands import their modules when used.
 """

@@ -2,9 +2,10 @@
 
 The standard library encodes indented JSON with a pure-Python generator (its C encoder only
 runs without ``indent``); the step markdown and ``turn.json`` are indented for people, and the
-writer thread shares the GIL with the model-call path. This builds the same text with plain
-recursion, strings escaped by the C escaper. ``tests/test_pretty.py`` checks it against
-``json.dumps`` on real step documents and on awkward values.
+writer shares the GIL with the model-call path. This builds the same text with plain recursion,
+strings escaped by the C escaper: ``encoding.pretty`` falls back on it for what ``orjson`` would
+write differently. ``tests/test_batched_writes.py`` checks it against ``json.dumps`` on real
+step documents and on awkward values.
 """
 
 from __future__ import annotations

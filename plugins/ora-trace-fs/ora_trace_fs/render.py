@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from .pretty import dumps_pretty
+from .encoding import accepted, pretty
 
 SPECIAL_OUTPUT = ("signal_strength_summary", "empty_diagnosis", "budget", "rag_failures")
 
 
-def _block(value: Any) -> str:
+def _block(value: Any, safe: bool = False) -> str:
     if isinstance(value, str):
         fence = "~~~~" if "```" in value else "```"
         return f"{fence}text\n{value}\n{fence}"
-    return "```json\n" + dumps_pretty(value) + "\n```"
+    return "```json\n" + pretty(value, safe=safe) + "\n```"
 
 
 def _signal_summary(summary: dict[str, Any]) -> list[str]:
@@ -32,16 +32,56 @@ def _signal_summary(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _sections(parts: list[str], values: dict[str, Any], safe: bool, skip: frozenset[str] = frozenset()) -> None:
+    """``### key`` and its block per entry: each line of the text ends in a newline. ``safe``:
+    the values belong to a document ``encoding.compact`` accepted."""
+    for key, value in values.items():
+        if key in skip:
+            continue
+        if type(value) is str:
+            fence = "~~~~" if "```" in value else "```"
+            parts.append(f"### {key}\n\n{fence}text\n{value}\n{fence}\n\n")
+        else:
+            parts.append(f"### {key}\n\n{_block(value, safe)}\n\n")
+
+
+_SKIPPED_OUTPUT = frozenset((*SPECIAL_OUTPUT, "answer"))
+
+
 def render_step_markdown(doc: dict[str, Any]) -> str:
     health = doc.get("health") or {}
     output = doc.get("output") or {}
-    lines = [f"# Step {doc.get('index', 0):02d} — {doc.get('step')}", ""]
     verdict = health.get("verdict", "?")
     flag = " ⚠️ degraded" if health.get("degraded") else ""
-    lines += [f"**Verdict:** {verdict}{flag} · **latency:** {health.get('latency_s', 0):.4f} s · "
-              f"**started:** {doc.get('started_at')}", ""]
+    # Built as "line\n" chunks (the text is its lines joined by newlines; the last is empty).
+    parts = [f"# Step {doc.get('index', 0):02d} — {doc.get('step')}\n\n"
+             f"**Verdict:** {verdict}{flag} · **latency:** {health.get('latency_s', 0):.4f} s · "
+             f"**started:** {doc.get('started_at')}\n\n"]
     if health.get("contingencies"):
-        lines += ["**Contingencies:** " + ", ".join(f"`{c}`" for c in health["contingencies"]), ""]
+        parts.append("**Contingencies:** " + ", ".join(f"`{c}`" for c in health["contingencies"]) + "\n\n")
+    if not _SKIPPED_OUTPUT.isdisjoint(output) or "pending_clarification" in output \
+            or "pending_clarification_swallowed" in output:
+        lines: list[str] = []
+        _special_output(lines, output)
+        if lines:
+            parts.append("\n".join(lines) + "\n")
+    parts.append("## Input\n\n")
+    safe = accepted(doc)
+    _sections(parts, doc.get("input") or {}, safe)
+    parts.append("## Output\n\n")
+    _sections(parts, output, safe, _SKIPPED_OUTPUT)
+    events = doc.get("events") or []
+    if events:
+        parts.append("## Events\n\n")
+        for e in events:
+            name = e.get("name") or e.get("role") or e.get("stream") or ""
+            parts.append(f"- `{e.get('kind')}` {name}".rstrip() + "\n")
+        parts.append("\n")
+    return "".join(parts)[:-1]
+
+
+def _special_output(lines: list[str], output: dict[str, Any]) -> None:
+    """The sections some steps' outputs carry, before Input: each ends with an empty line."""
     if output.get("pending_clarification"):
         lines += ["> ❓ **Pending clarification:** " + str(output["pending_clarification"]), ""]
     if output.get("pending_clarification_swallowed"):
@@ -73,19 +113,3 @@ def render_step_markdown(doc: dict[str, Any]) -> str:
         lines.append("")
     if "answer" in output:
         lines += ["## Answer", "", _block(output["answer"]), ""]
-    lines += ["## Input", ""]
-    for key, value in (doc.get("input") or {}).items():
-        lines += [f"### {key}", "", _block(value), ""]
-    lines += ["## Output", ""]
-    for key, value in output.items():
-        if key in SPECIAL_OUTPUT or key == "answer":
-            continue
-        lines += [f"### {key}", "", _block(value), ""]
-    events = doc.get("events") or []
-    if events:
-        lines += ["## Events", ""]
-        for e in events:
-            name = e.get("name") or e.get("role") or e.get("stream") or ""
-            lines.append(f"- `{e.get('kind')}` {name}".rstrip())
-        lines.append("")
-    return "\n".join(lines)

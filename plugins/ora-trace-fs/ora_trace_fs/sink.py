@@ -1,15 +1,20 @@
-"""The trace sink: events go onto a queue on the call path; one writer thread does the disk.
+"""The trace sink: events are queued on the call path; the disk work runs when the pipeline
+is quiet, on a writer thread, and at the end of the turn.
 
-``handle`` costs a dictionary look-up and a queue put. The writer thread turns events into
-files; ``close_turn`` waits until every event of its turn is on disk (and, with ``fsync``, on
-the device), so the trace is complete when the turn returns. Every file is written atomically,
-every JSONL line in one write, so a crash at any moment leaves only whole files and whole lines.
+``handle`` costs a dictionary look-up and a deque append. The writer thread opens a new turn
+(its directory and logs) at once, and while the pipeline waits on a model (no event for
+``QUIET_S``) it turns the queued events into files. ``close_turn``
+writes whatever of its turn is left on the calling thread (after the writer thread, if it is
+writing), so that every event of the turn is on disk (and, with ``fsync``, on the device) when
+the turn returns: the trace is complete. At zero latency that is all of it, and doing it there
+saves handing the turn's data to another core and back. Every file is written atomically, every
+JSONL line in one write, so a crash at any moment leaves only whole files and whole lines.
 
-The writer works in batches (what arrived until the pipeline went quiet, or a turn closed):
-the batch's files, of every turn in it, are staged, written once each (a step file started and
-finished in one batch is written once) and, with ``fsync``, made durable behind one barrier
-before they are renamed into place (``files.write_files``: one ``syncfs`` on Linux instead of
-one fsync per file); a closing turn's logs and renames get one more barrier.
+The writing works in batches (what was queued until the pipeline went quiet, or the turn
+closed): the batch's files, of every turn in it, are staged, written once each (a step file
+started and finished in one batch is written once) and, with ``fsync``, made durable behind
+one barrier before they are renamed into place (``files.write_files``: one ``syncfs`` on Linux
+instead of one fsync per file); a closing turn's logs and renames get one more barrier.
 
 A write that fails is printed on stderr as it happens, and the errors are returned by
 ``close_turn`` so the kernel marks the turn's tracing as degraded. The run never breaks.
@@ -20,17 +25,25 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import queue
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
-from .files import SYNCFS_AVAILABLE, AppendLog, fsync_dir, inside, safe_component, sync_dir_filesystem, write_files
-from .pretty import dumps_pretty
+from .encoding import compact, pretty_bytes, remembering
+from .files import (
+    SYNCFS_AVAILABLE,
+    AppendLog,
+    fsync_dir,
+    make_dir_inside,
+    safe_component,
+    sync_dir_filesystem,
+    write_files,
+)
 from .render import render_step_markdown
 
 JSONL_BY_KIND = {
@@ -43,9 +56,27 @@ MAX_STDERR_LINES = 5
 QUIET_S = 0.004  # the writer waits for this much quiet from the pipeline before writing
 
 
+_CAMEL: dict[str, str] = {}
+
+
 def _camel(key: str) -> str:
-    head, *rest = key.split("_")
-    return head + "".join(p.title() for p in rest)
+    camel = _CAMEL.get(key)
+    if camel is None:
+        head, *rest = key.split("_")
+        camel = _CAMEL[key] = head + "".join(p.title() for p in rest)
+    return camel
+
+
+def _secret_forms(secrets: list[str]) -> list[bytes]:
+    """Each secret as it can appear in the UTF-8 files: raw (Markdown, and JSON with
+    ``ensure_ascii=False``) and JSON-escaped (ASCII-only and not)."""
+    forms: list[bytes] = []
+    for secret in secrets:
+        for form in (secret, json.dumps(secret)[1:-1], json.dumps(secret, ensure_ascii=False)[1:-1]):
+            encoded = form.encode("utf-8", "surrogatepass")
+            if encoded not in forms:
+                forms.append(encoded)
+    return forms
 
 
 class TurnWriter:
@@ -57,9 +88,12 @@ class TurnWriter:
         self.close_timeout_s = close_timeout_s
         self.stderr: IO[str] = getattr(ctx, "stderr", None) or sys.stderr
         self.secrets = [s for s in getattr(ctx, "secrets", ()) if s]
+        self._secret_forms = _secret_forms(self.secrets)
         self._trace_config = ctx.config.trace  # the directory is resolved on the writer thread
         self.root = Path()
         self.dir = Path()
+        self._prefix = ""  # str(self.dir) + separator: file paths are plain strings on the hot path
+        self._step_names: dict[tuple[str, int | None], str] = {}
         self.errors: list[str] = []
         self.usable = False
         self.logs: dict[str, AppendLog] = {}
@@ -71,8 +105,8 @@ class TurnWriter:
         # rewritten within a batch (a step file at its start and at its end) is written once,
         # and the batch's files share one durability barrier (``files.write_files``).
         self.staged: dict[str, Callable[[], bytes]] = {}
-        self.done = threading.Event()
-        self.started = time.perf_counter()
+        self.pending: deque[Any] = deque()  # events queued by the pipeline, not yet handled
+        self.opened = False
 
     # --- errors and redaction ----------------------------------------------------------------
 
@@ -84,21 +118,16 @@ class TurnWriter:
         elif len(self.errors) == MAX_STDERR_LINES + 1:
             print("ora: trace-fs: more trace write errors for this turn; see turn.json", file=self.stderr)
 
-    def redact(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, "[REDACTED]")
-            escaped = json.dumps(secret)[1:-1]
-            if escaped != secret:
-                text = text.replace(escaped, "[REDACTED]")
-        return text
+    def redact(self, data: bytes) -> bytes:
+        for form in self._secret_forms:
+            data = data.replace(form, b"[REDACTED]")
+        return data
 
     def _json(self, obj: Any, *, pretty: bool) -> bytes:
-        # Step documents are compact: json's C encoder only runs without ``indent``, and the
-        # writer thread shares the GIL with the model-call path. turn.json and
-        # step-health.json are small and indented for people (``pretty.dumps_pretty``: the
-        # text of ``json.dumps(indent=2)``, built faster).
-        text = dumps_pretty(obj) if pretty else json.dumps(obj, ensure_ascii=False, default=str)
-        return self.redact(text).encode("utf-8")
+        # ``encoding``: orjson where it writes what ``json`` would. Step documents are compact;
+        # turn.json and step-health.json are indented for people, byte for byte the text of
+        # ``json.dumps(indent=2, ensure_ascii=False, default=str)``.
+        return self.redact(pretty_bytes(obj) if pretty else compact(obj))
 
     def write_json(self, name: str, obj: Any, *, pretty: bool = False) -> None:
         """Stage ``obj`` as ``name``; it is encoded and written when the batch is flushed."""
@@ -108,25 +137,22 @@ class TurnWriter:
     def write_text(self, name: str, text: str | Callable[[], str]) -> None:
         """Stage ``text`` (or a function rendering it at flush time) as ``name``."""
         if self.usable:
-            self.staged[name] = lambda: self.redact(text() if callable(text) else text).encode("utf-8")
+            self.staged[name] = lambda: self.redact((text() if callable(text) else text).encode("utf-8"))
 
-    def take_staged(self) -> list[tuple[Path, bytes]]:
+    def take_staged(self) -> list[tuple[str, bytes]]:
         """The staged files, encoded (a value that cannot be encoded is a named write error)."""
         staged, self.staged = self.staged, {}
         if not self.usable:
             return []
+        prefix = self._prefix
         items = []
-        for name, make in staged.items():
-            try:
-                items.append((self.dir / name, make()))
-            except (ValueError, TypeError) as exc:
-                self.error(f"cannot write {self.dir / name}", exc)
+        with remembering():  # a step's .md follows its .json: its values are not checked twice
+            for name, make in staged.items():
+                try:
+                    items.append((prefix + name, make()))
+                except (ValueError, TypeError) as exc:
+                    self.error(f"cannot write {prefix}{name}", exc)
         return items
-
-    def flush(self) -> None:
-        """Write every staged file (atomically, one durability barrier for all with ``fsync``)."""
-        for path, exc in write_files(self.take_staged(), fsync=self.fsync):
-            self.error(f"cannot write {path}", exc)
 
     def append(self, name: str, record: dict[str, Any]) -> None:
         if not self.usable:
@@ -134,11 +160,10 @@ class TurnWriter:
         try:
             log = self.logs.get(name)
             if log is None:
-                log = self.logs[name] = AppendLog(self.dir / name)
-            line = self.redact(json.dumps(record, ensure_ascii=False, default=str, separators=(",", ":")))
-            log.append(line.encode("utf-8") + b"\n")
+                log = self.logs[name] = AppendLog(self._prefix + name)
+            log.append(self.redact(compact(record)) + b"\n")
         except (OSError, ValueError, TypeError) as exc:
-            self.error(f"cannot append to {self.dir / name}", exc)
+            self.error(f"cannot append to {self._prefix}{name}", exc)
 
     # --- events ------------------------------------------------------------------------------
 
@@ -147,9 +172,8 @@ class TurnWriter:
             self.root = Path(self._trace_config.resolved_root()).expanduser()
             self.dir = (self.root / safe_component(self.info.conversation_id)
                         / safe_component(self.info.turn_id, "turn"))
-            if not inside(self.root, self.dir):
-                raise PermissionError(f"{self.dir} is outside the trace root {self.root}")
-            self.dir.mkdir(parents=True, exist_ok=True)
+            make_dir_inside(self.root, self.dir)
+            self._prefix = os.path.join(self.dir, "")
             self.usable = True
         except OSError as exc:
             self.error(f"cannot create the trace directory {self.dir}", exc)
@@ -160,41 +184,53 @@ class TurnWriter:
 
     def append_touch(self, name: str) -> None:
         try:
-            self.logs[name] = AppendLog(self.dir / name)
+            self.logs[name] = AppendLog(self._prefix + name)
         except OSError as exc:
-            self.error(f"cannot create {self.dir / name}", exc)
+            self.error(f"cannot create {self._prefix}{name}", exc)
 
     def handle(self, event: Any) -> None:
         kind = event.kind
         data = event.data
+        if kind == "step_started":
+            step = event.step
+            doc = self.steps[step] = {
+                "step": step, "index": event.step_index, "status": "running",
+                "started_at": event.at.isoformat(), "input": data.get("input", {}), "events": [],
+            }
+            self.write_json(self.step_file(step, event.step_index) + "json", doc)
+            return
+        if kind == "step_finished":
+            step = event.step
+            doc = self.steps.pop(step, None) or {"step": step, "index": event.step_index, "input": {}, "events": []}
+            health = data.get("health", {})
+            doc.update(status="finished", finished_at=event.at.isoformat(), output=data.get("output", {}),
+                       health=health)
+            self.timings[step] = (health or {}).get("latency_s", 0.0)
+            stem = self.step_file(step, event.step_index)
+            json_name = stem + "json"
+            self.write_json(json_name, doc)
+            self.write_text(stem + "md", lambda: render_step_markdown(doc))
+            if json_name not in self.step_files:
+                self.step_files.append(json_name)
+            return
+        if kind == "turn_finished":
+            self.finish(event, data)
+            return
+        if kind == "turn_started":
+            return
         record = {"seq": event.seq, "at": event.at.isoformat(), "kind": kind, "step": event.step, **data}
         if kind in JSONL_BY_KIND:
             self.append(JSONL_BY_KIND[kind], record)
-        if kind == "step_started":
-            self.steps[event.step] = {
-                "step": event.step, "index": event.step_index, "status": "running",
-                "started_at": event.at.isoformat(), "input": data.get("input", {}), "events": [],
-            }
-            self.write_json(self.step_file(event.step, event.step_index, "json"), self.steps[event.step])
-        elif kind == "step_finished":
-            doc = self.steps.pop(event.step, None) or {"step": event.step, "index": event.step_index,
-                                                        "input": {}, "events": []}
-            doc.update(status="finished", finished_at=event.at.isoformat(),
-                       output=data.get("output", {}), health=data.get("health", {}))
-            self.timings[event.step] = (data.get("health") or {}).get("latency_s", 0.0)
-            json_name = self.step_file(event.step, event.step_index, "json")
-            self.write_json(json_name, doc)
-            self.write_text(self.step_file(event.step, event.step_index, "md"), lambda: render_step_markdown(doc))
-            if json_name not in self.step_files:
-                self.step_files.append(json_name)
-        elif kind == "turn_finished":
-            self.finish(event, data)
-        elif kind not in ("turn_started",):
-            target = self.steps.get(event.step)
-            (target["events"] if target is not None else self.turn_events).append(record)
+        target = self.steps.get(event.step)
+        (target["events"] if target is not None else self.turn_events).append(record)
 
-    def step_file(self, step: str, index: int | None, ext: str) -> str:
-        return f"{(index or 0):02d}-{safe_component(step, 'step')}.{ext}"
+    def step_file(self, step: str, index: int | None, ext: str = "") -> str:
+        """``NN-<step>.`` + ``ext`` (the sanitised stem is computed once per step)."""
+        key = (step, index)
+        stem = self._step_names.get(key)
+        if stem is None:
+            stem = self._step_names[key] = f"{(index or 0):02d}-{safe_component(step, 'step')}."
+        return stem + ext
 
     def turn_document(self, *, status: str, result: dict[str, Any] | None = None,
                       finished_at: str | None = None) -> dict[str, Any]:
@@ -213,7 +249,7 @@ class TurnWriter:
             calls = result.get("runtime_role_models") or []
             ledger = []
             for call in calls:
-                entry = {_camel(k): v for k, v in call.items()}
+                entry = {_camel(k): v for k, v in call.items()}  # cached per key
                 entry["mismatch"] = bool(call.get("effective_model")) and (
                     call.get("effective_provider") != call.get("planned_provider")
                     or call.get("effective_model") != call.get("planned_model"))
@@ -257,16 +293,6 @@ class TurnWriter:
         doc["timings"]["total_s"] = round((finished - started).total_seconds(), 6)
         self.write_json("turn.json", doc, pretty=True)
 
-    def close(self) -> None:
-        """Flush, close the logs, make everything durable (``fsync``), and mark the turn done.
-        The writer thread does the same for all the turns closing in one batch at once."""
-        try:
-            self.flush()
-            self.close_logs()
-            self.sync(syncfs=SYNCFS_AVAILABLE)
-        finally:
-            self.done.set()
-
     def close_logs(self) -> None:
         # With syncfs, one call later makes the logs durable with everything else.
         for name, log in list(self.logs.items()):
@@ -299,16 +325,20 @@ def _device(path: Path) -> int | None:
 
 
 class TraceFsSink:
-    """Registered as trace sink ``trace-fs``. One writer thread per sink, shared by turns."""
+    """Registered as trace sink ``trace-fs``. One writer thread per sink, shared by turns; a
+    closing turn writes what is left of itself on its own thread."""
 
     name = "trace-fs"
 
     def __init__(self) -> None:
-        self._queue: queue.SimpleQueue[tuple[TurnWriter, str, Any]] = queue.SimpleQueue()
         self._turns: dict[str, TurnWriter] = {}
         self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
-        self._wake = threading.Event()  # a closing turn cuts the writer's quiet wait short
+        self._lock = threading.Lock()  # starting the thread
+        self._work = threading.Lock()  # held by whoever writes: the writer thread, or a closing turn
+        self._kick = threading.Event()  # wakes the idle writer thread
+        self._idle = True
+        self._events = 0  # events seen: the writer waits until it stops moving
+        self._late: list[TurnWriter] = []  # turns whose close timed out: the writer finishes them
 
     def _ensure_thread(self) -> None:
         with self._lock:
@@ -319,57 +349,70 @@ class TraceFsSink:
 
     def _run(self) -> None:
         while True:
-            batch = self._open_eagerly([self._queue.get()])
-            # Write when the producer is quiet (no new event for QUIET_S: the pipeline is
-            # waiting on a model, or done) or a turn is closing. Sleeping instead of waiting on
-            # the queue means a put does not wake this thread, so the pipeline does not hand
-            # the GIL over per event: the disk work stays off the model-call path. Crash
-            # safety is unchanged: every file is atomic, every JSONL line one write.
-            while batch[-1][1] != "close":
-                self._wake.wait(QUIET_S)
-                self._wake.clear()
-                more = self._open_eagerly(self._take_all())
-                if not more:
+            self._kick.wait()
+            self._kick.clear()
+            self._open_new()
+            while True:
+                # Write when the pipeline is quiet (no new event for QUIET_S: it is waiting on a
+                # model). Sleeping instead of waiting on the events means an event does not
+                # wake this thread, so the pipeline does not hand the GIL over per event.
+                while True:
+                    seen = self._events
+                    time.sleep(QUIET_S)
+                    if self._events == seen:
+                        break
+                self._write_pending()
+                self._idle = True
+                if not self._late and not any(writer.pending for writer in list(self._turns.values())):
                     break
-                batch += more
-                if any(op == "close" for _, op, _ in more):
-                    break
-            writers: dict[int, TurnWriter] = {}
-            closing: list[TurnWriter] = []
-            for writer, op, payload in batch:
-                writers[id(writer)] = writer
-                if op == "close":
-                    closing.append(writer)
-                else:
-                    self._process(writer, op, payload)
-            self._end_batch(list(writers.values()), closing)
+                self._idle = False  # events came in while writing, unannounced: go on
 
-    def _open_eagerly(self, items: list[tuple[TurnWriter, str, Any]]) -> list[tuple[TurnWriter, str, Any]]:
-        """Open the turns among ``items`` at once (their directory and logs: system calls that
-        overlap the pipeline's own work) and return ``items`` with each open marked done: the
-        turn joins the batch (its files are written at its end) without being opened twice."""
-        out = []
-        for writer, op, payload in items:
-            if op == "open":
-                self._process(writer, op, payload)
-                op = "opened"
-            out.append((writer, op, payload))
-        return out
+    def _open_new(self) -> None:
+        """Open the turns just started (their directory and logs: system calls, which overlap
+        the pipeline's own work) without waiting for quiet."""
+        with self._work:
+            for writer in list(self._turns.values()):
+                if not writer.opened:
+                    writer.opened = True
+                    self._process(writer, "open", None)
+
+    def _write_pending(self) -> None:
+        """Open the open turns not yet opened, handle their queued events and write what that
+        staged, behind one durability barrier for all of them; finish the turns whose close
+        timed out."""
+        with self._work:
+            late = self._take_late()
+            batch = [writer for writer in list(self._turns.values()) if writer.pending or not writer.opened]
+            batch += late
+            for writer in batch:
+                self._drain(writer)
+            if batch:
+                self._end_batch(batch, late)
+
+    def _drain(self, writer: TurnWriter) -> None:
+        """Open ``writer``'s turn if not yet, and handle its queued events, in order."""
+        if not writer.opened:
+            writer.opened = True
+            self._process(writer, "open", None)
+        pending = writer.pending
+        while pending:  # popleft, never a swap: an event appended meanwhile is not lost
+            self._process(writer, "event", pending.popleft())
 
     def _end_batch(self, writers: list[TurnWriter], closing: list[TurnWriter]) -> None:
-        """Write the batch's staged files of every turn behind one durability barrier, then
-        close the closing turns (one more barrier for their renames and logs) and release them."""
+        """Write the staged files of every turn in ``writers`` behind one durability barrier,
+        then close the ``closing`` turns (one more barrier for their renames and logs)."""
         try:
             for durable in (True, False):
-                items: list[tuple[Path, bytes]] = []
-                owner: dict[Path, TurnWriter] = {}
+                items: list[tuple[str, bytes]] = []
+                owner: dict[str, TurnWriter] = {}
                 for writer in writers:
                     if writer.fsync is durable:
                         for path, data in writer.take_staged():
                             items.append((path, data))
                             owner[path] = writer
-                for path, exc in write_files(items, fsync=durable):
-                    owner[path].error(f"cannot write {path}", exc)
+                if items:
+                    for path, exc in write_files(items, fsync=durable):
+                        owner[path].error(f"cannot write {path}", exc)
             for writer in closing:
                 writer.close_logs()
             synced: set[int] = set()  # one syncfs per file system covers every closing turn on it
@@ -384,39 +427,45 @@ class TraceFsSink:
         except Exception as exc:  # noqa: BLE001 - recorded on every turn of the batch, reported on stderr
             for writer in writers:
                 writer.error("writer failed at the end of a batch", exc)
-        finally:
-            for writer in closing:
-                writer.done.set()
-
-    def _take_all(self) -> list[tuple[TurnWriter, str, Any]]:
-        items = []
-        while True:
-            try:
-                items.append(self._queue.get_nowait())
-            except queue.Empty:
-                return items
 
     def _process(self, writer: TurnWriter, op: str, payload: Any) -> None:
         try:
             if op == "event":
                 writer.handle(payload)
-            elif op == "opened":
-                return
             elif op == "open":
                 writer.open()
-            elif op == "close":
-                writer.close()
         except Exception as exc:  # noqa: BLE001 - recorded on the turn, reported on stderr
             what = f"{getattr(payload, 'kind', '')} {getattr(payload, 'step', '')}".strip()
             writer.error(f"writer failed on {op} {what}".strip(), exc)
-            if op == "close":
-                writer.done.set()
+
+    def _close(self, writer: TurnWriter, timeout: float) -> None:
+        """Write everything of ``writer``'s turn that is not on disk yet, on this thread, once
+        the writer thread (if it is writing) is done; with ``fsync``, durably."""
+        if not self._work.acquire(timeout=timeout):
+            writer.errors.append(f"the trace writer did not finish within {timeout:g} s; "
+                                 "it writes this turn's files when it can")
+            self._late.append(writer)
+            self._idle = False
+            self._kick.set()
+            return
+        try:
+            self._drain(writer)
+            self._end_batch([writer], [writer])
+        finally:
+            self._work.release()
 
     def _drain_at_exit(self) -> None:
-        """Turns never closed (a crash in the pipeline): give queued events a moment to land."""
-        for writer in list(self._turns.values()):
-            self._queue.put((writer, "close", None))
-            writer.done.wait(5.0)
+        """Turns never closed (a crash in the pipeline), or whose close timed out: write what
+        they have, if the writer thread lets go within 5 s."""
+        late = self._take_late()
+        for writer in late + [w for w in (self._turns.pop(t, None) for t in list(self._turns)) if w]:
+            self._close(writer, 5.0)
+
+    def _take_late(self) -> list[TurnWriter]:
+        late = []
+        while self._late:  # pop, never a swap: a turn added meanwhile is not lost
+            late.append(self._late.pop())
+        return late
 
     # --- the TraceSink protocol -----------------------------------------------------------------
 
@@ -424,22 +473,21 @@ class TraceFsSink:
         options = (getattr(ctx.config, "plugins", {}) or {}).get(self.name, {})
         writer = TurnWriter(turn, ctx, fsync=bool(options.get("fsync", True)),
                             close_timeout_s=float(options.get("close_timeout_s", 30.0)))
-        self._turns[turn.turn_id] = writer
         self._ensure_thread()
-        self._queue.put((writer, "open", None))
+        self._turns[turn.turn_id] = writer
 
     def handle(self, event: Any) -> None:
         writer = self._turns.get(event.turn_id)
         if writer is None:
             raise KeyError(f"event {event.kind!r} for turn {event.turn_id!r}, which this sink never opened")
-        self._queue.put((writer, "event", event))
+        writer.pending.append(event)
+        self._events += 1
+        if self._idle:
+            self._idle = False
+            self._kick.set()
 
     def close_turn(self, turn: Any) -> dict[str, Any]:
         writer = self._turns.pop(turn.turn_id)
-        self._queue.put((writer, "close", None))
-        self._wake.set()
-        timeout = writer.close_timeout_s
-        if not writer.done.wait(timeout):
-            writer.errors.append(f"the trace writer did not finish within {timeout:.0f} s")
+        self._close(writer, writer.close_timeout_s)
         return {"trace_path": str(writer.dir) if writer.usable else None, "errors": list(writer.errors),
                 "written_at": datetime.now(timezone.utc).isoformat()}
