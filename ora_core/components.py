@@ -95,7 +95,12 @@ class Verifier(Protocol):
 
 @runtime_checkable
 class TraceSink(Protocol):
-    """Receives every trace event of a turn. Exceptions are isolated by the kernel."""
+    """Receives every trace event of a turn. Exceptions are isolated by the kernel.
+
+    ``open_turn`` and ``handle`` run on the event loop's thread, inside the pipeline: keep them
+    cheap. The end of a turn (its ``turn_finished`` event and ``close_turn``) runs on a worker
+    thread, so a sink's disk or network work there does not stall the other turns of the loop;
+    ``close_turn`` returns when the turn's trace is complete."""
 
     name: str
 

@@ -157,3 +157,47 @@ def test_registry_hooks_may_take_no_arguments(hook: str) -> None:
     setattr(Quiet, hook, staticmethod(hookimpl(impl)))
     make_host(Quiet())
     assert calls == [hook]
+
+
+def test_a_turn_closes_its_sinks_off_the_event_loop_so_other_turns_go_on(tmp_path: Path) -> None:
+    import asyncio
+    import threading
+
+    from ora_core.pipeline.runner import run_turn_async
+
+    closing, other_turn_ran = threading.Event(), threading.Event()
+    seen: dict[str, Any] = {}
+
+    class SlowCloseSink(MemorySink):
+        name = "slow-close"
+
+        def close_turn(self, info: Any) -> dict[str, Any]:
+            seen["thread"] = threading.current_thread()
+            closing.set()
+            # On the loop's thread this wait could never end: the coroutine that sets it, once it
+            # sees the close begin, is scheduled on that same loop.
+            seen["others_ran_meanwhile"] = other_turn_ran.wait(timeout=3)
+            return super().close_turn(info)
+
+    sink = SlowCloseSink()
+
+    class SinkPlugin:
+        @hookimpl
+        def ora_register_trace_sinks(self, register):
+            register(sink)
+
+    runtime = make_runtime(make_host(ora_scripted, SinkPlugin()), scripted_config(default="Hi."))
+
+    async def main() -> Any:
+        async def meanwhile() -> None:
+            while not closing.is_set():
+                await asyncio.sleep(0.005)
+            other_turn_ran.set()
+
+        result, _ = await asyncio.gather(run_turn_async(runtime, "Hello"), meanwhile())
+        return result
+
+    loop_thread = threading.current_thread()
+    result = asyncio.run(main())
+    assert seen["others_ran_meanwhile"] is True and seen["thread"] is not loop_thread
+    assert sink.closed and result.trace_path == "memory://" + result.turn_id
