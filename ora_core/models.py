@@ -26,6 +26,16 @@ class Message(_Shape):
     content: str
 
 
+class StopUnless(_Shape):
+    """A reply the caller can only use if ``text`` (case-insensitive) appears within its first
+    ``within_chars`` characters. A backend that watches its reply as it is generated may stop
+    there and report ``finish_reason = "stop_unless"``; one that cannot, ignores it (it is a
+    saving, never a change to what a usable reply looks like)."""
+
+    text: str = Field(min_length=1)
+    within_chars: int = Field(gt=0)
+
+
 class CompletionParams(_Shape):
     """What a caller asks of one model call."""
 
@@ -36,6 +46,7 @@ class CompletionParams(_Shape):
     timeout_s: float = Field(default=120.0, gt=0)
     stream: bool = False
     extra: dict[str, Any] = Field(default_factory=dict)
+    stop_unless: StopUnless | None = None
 
 
 class Completion(_Shape):

@@ -218,3 +218,30 @@ def test_a_phase_a_reply_cut_inside_the_cleaned_prompt_is_not_taken_as_one(text:
     assert result.cleaned_prompt == (PROMPT if used_raw else "Explain the protocol.")
     names = [c.name for c in turn.contingencies]
     assert (contingency in names) if contingency else not names
+
+
+@pytest.mark.parametrize(("reply", "stopped", "used_raw"), [
+    # the tiny model's habit: it answers the question instead of cleaning it
+    ("The supplement protocol is a way for the model to ask for more facts. " * 8, True, True),
+    # a preamble, then the format: parsed, never stopped
+    ("Here is the cleaned prompt you asked for.\n\nCLEANED PROMPT:\nExplain the protocol.\nCORRECTIONS:\n- none\n"
+     "INFERRED ITEMS:\n- none" + "\n" * 3, False, False),
+])
+def test_a_phase_a_reply_without_its_header_is_stopped_early_and_named(reply: str, stopped: bool,
+                                                                      used_raw: bool) -> None:
+    from ora_core.pipeline.phase_a import HEADER_WITHIN_CHARS, run_phase_a
+
+    resolved = scripted_config(default=reply)  # the scripted backend stops as a watching backend would
+    pool = BackendPool(resolved.config, make_host(ora_scripted))
+    turn = TurnContext(prompt=PROMPT, config=resolved.config, config_hash=resolved.hash)
+    result = asyncio.run(run_phase_a(turn, pool, PROMPT))
+    assert result.used_raw_prompt is used_raw
+    contingencies = {c.name: c for c in turn.contingencies}
+    if stopped:
+        assert result.raw_output == reply[:HEADER_WITHIN_CHARS]
+        named = contingencies["phase-a-unparseable-used-raw-prompt"]
+        assert named.data["stopped_early"] is True and "stopped it there" in named.detail
+    else:
+        assert result.cleaned_prompt == "Explain the protocol." and not contingencies
+    [record] = turn.calls
+    assert record.error is None and record.role == "phase_a"

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..backends import call_role
 from ..errors import BackendError
-from ..models import PhaseAResult
+from ..models import PhaseAResult, StopUnless
 from ..prompts import build_messages
 
 STEP = "phase-a"
@@ -34,6 +34,11 @@ INFERRED ITEMS:
 
 _SECTION = re.compile(r"^\s*(CLEANED PROMPT|CORRECTIONS|INFERRED ITEMS)\s*:\s*", re.M | re.I)
 REPLY_OVERHEAD_TOKENS = 96  # section headers, corrections and inferred items
+#: A reply with no CLEANED PROMPT section in its first this-many characters will not parse: a
+#: backend that watches its reply stops it there (``StopUnless``) instead of letting a model
+#: that answers the question run on to the reply cap (the bundled tiny model does: ~130 tokens,
+#: ~2 s, every turn). Generous enough for a preamble ("Here is the cleaned prompt:").
+HEADER_WITHIN_CHARS = 200
 _NONE = {"none", "n/a", "nothing", "-", ""}
 
 
@@ -78,7 +83,9 @@ async def run_phase_a(turn: Any, pool: Any, prompt: str) -> PhaseAResult:
     with turn.step(STEP, raw_prompt=prompt, messages=[m.model_dump() for m in messages]) as step:
         try:
             completion = await call_role(turn, pool, "phase_a", messages, prompt_key=PROMPT_KEY, step=STEP,
-                                         max_tokens_cap=reply_token_cap(prompt))
+                                         max_tokens_cap=reply_token_cap(prompt),
+                                         stop_unless=StopUnless(text="CLEANED PROMPT",
+                                                                within_chars=HEADER_WITHIN_CHARS))
         except BackendError as exc:
             result = PhaseAResult(cleaned_prompt=prompt, parsed=False, used_raw_prompt=True)
             step.output.update(result.model_dump(mode="json"), error=exc.describe())
@@ -96,9 +103,12 @@ async def run_phase_a(turn: Any, pool: Any, prompt: str) -> PhaseAResult:
         elif parsed is None:
             result = PhaseAResult(cleaned_prompt=prompt, raw_output=completion.text, parsed=False,
                                   used_raw_prompt=True)
+            stopped = completion.finish_reason == "stop_unless"
             step.contingency("phase-a-unparseable-used-raw-prompt",
-                             "the reply has no 'CLEANED PROMPT:' section; the raw prompt goes on",
-                             severity="warning")
+                             f"the reply has no 'CLEANED PROMPT:' section in its first {HEADER_WITHIN_CHARS} "
+                             "characters; the backend stopped it there and the raw prompt goes on" if stopped
+                             else "the reply has no 'CLEANED PROMPT:' section; the raw prompt goes on",
+                             severity="warning", stopped_early=stopped)
         else:
             result = PhaseAResult(raw_output=completion.text, **parsed)
         step.output.update(result.model_dump(mode="json"))

@@ -67,7 +67,9 @@ class LocalLLMBackend:
         try:
             gen = generate(loaded, [{"role": m.role, "content": m.content} for m in messages],
                            max_tokens=params.max_tokens, temperature=params.temperature, stop=params.stop,
-                           timeout_s=params.timeout_s, opts=self.options, cancel=cancel, on_delta=on_delta)
+                           timeout_s=params.timeout_s, opts=self.options, cancel=cancel, on_delta=on_delta,
+                           stop_unless=(params.stop_unless.text, params.stop_unless.within_chars)
+                           if params.stop_unless else None)
         except EngineError as exc:
             raise self._engine_error(exc) from exc
         if gen.interrupted == "timeout":
@@ -75,7 +77,7 @@ class LocalLLMBackend:
                               f"generation passed timeout_s={params.timeout_s:g}s after "
                               f"{gen.completion_tokens} token(s); the partial reply is not an answer",
                               detail=f"partial text: {gen.text[:1500]}")
-        if gen.interrupted is None and not gen.text.strip():
+        if gen.interrupted in (None, "stop_unless") and not gen.text.strip():
             raise self._error(BackendBadResponse, f"the model produced no text (finish_reason={gen.finish_reason!r})",
                               detail=f"completion_tokens={gen.completion_tokens}")
         return gen

@@ -265,8 +265,12 @@ def load_model(path: Path, n_ctx: int, opts: LocalLLMOptions) -> LoadedModel:
 
 def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_tokens: int, temperature: float,
              stop: Sequence[str], timeout_s: float, opts: LocalLLMOptions, cancel: threading.Event,
-             on_delta: Callable[[str], None] | None = None) -> Generation:
-    """Run one chat completion, blocking; stream deltas to ``on_delta`` when given."""
+             on_delta: Callable[[str], None] | None = None,
+             stop_unless: tuple[str, int] | None = None) -> Generation:
+    """Run one chat completion, blocking; stream deltas to ``on_delta`` when given.
+
+    ``stop_unless = (text, within_chars)``: end the reply once ``within_chars`` characters have
+    come without ``text`` (case-insensitive) among them (``finish_reason = "stop_unless"``)."""
     import numpy as np
     from llama_cpp import LogitsProcessorList
 
@@ -281,6 +285,20 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
         llama = model.llama
         eos = llama.token_eos()
         state: dict[str, str | None] = {"interrupted": None}
+        # the reply's first token index (set at the first look) and whether stop_unless is settled
+        watch: dict[str, Any] = {"base": None, "settled": stop_unless is None}
+
+        def unwanted(input_ids: Any) -> bool:
+            """The reply so far is ``within`` characters long and still lacks the text."""
+            if watch["base"] is None:
+                watch["base"] = len(input_ids)
+                return False
+            assert stop_unless is not None
+            reply = llama.detokenize(list(input_ids[watch["base"]:])).decode("utf-8", "replace").lower()
+            if stop_unless[0].lower() in reply:
+                watch["settled"] = True
+                return False
+            return len(reply) >= stop_unless[1]
 
         def guard(input_ids: Any, scores: Any) -> Any:
             threads.tick()
@@ -289,6 +307,8 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
                     state["interrupted"] = "cancelled"
                 elif time.monotonic() > deadline:
                     state["interrupted"] = "timeout"
+                elif not watch["settled"] and unwanted(input_ids):
+                    state["interrupted"] = "stop_unless"
             if state["interrupted"] is not None:
                 scores[:] = -np.inf
                 scores[eos] = 0.0
@@ -331,6 +351,8 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
         except RuntimeError as exc:
             raise EngineError("run", f"{type(exc).__name__}: {exc}") from exc
         used = model.active_threads
+        if state["interrupted"] == "stop_unless":
+            finish = "stop_unless"
     finally:
         model.lock.release()
     return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,

@@ -341,3 +341,21 @@ def test_a_damaged_cached_copy_is_removed_named_and_the_source_runs(tmp_path: Pa
         info = asyncio.run(backend.check())
     assert Path(info["model_path"]) == resolve_model_path(None) and "it was removed" in info["conversion_failed"]
     assert not damaged.exists(), "the damaged copy is gone, so the next load converts again"
+
+
+def test_a_reply_lacking_the_wanted_text_is_stopped_early_and_one_that_has_it_is_not() -> None:
+    from ora_core.models import StopUnless
+
+    backend = backend_for(options={"threads": 2, "seed": 7})
+    essay = [Message(role="user", content="Write a long essay about the history of Europe.")]
+    free = asyncio.run(backend.complete(essay, CompletionParams(max_tokens=120, temperature=0.0, timeout_s=120)))
+    assert free.completion_tokens > 40 and free.finish_reason != "stop_unless"
+    stopped = asyncio.run(backend.complete(essay, CompletionParams(
+        max_tokens=120, temperature=0.0, timeout_s=120,
+        stop_unless=StopUnless(text="CLEANED PROMPT", within_chars=80))))
+    assert stopped.finish_reason == "stop_unless" and 80 <= len(stopped.text) < 140
+    assert free.text.startswith(stopped.text.strip()) and stopped.completion_tokens < free.completion_tokens
+    kept = asyncio.run(backend.complete(essay, CompletionParams(
+        max_tokens=120, temperature=0.0, timeout_s=120,
+        stop_unless=StopUnless(text=free.text.strip()[:12], within_chars=40))))
+    assert (kept.text, kept.finish_reason) == (free.text, free.finish_reason)

@@ -108,10 +108,15 @@ class ScriptedBackend:
             kind = reply.removeprefix("!error:").strip()
             cls = ERRORS.get(kind, BackendError)
             raise cls(f"scripted {kind}", provider=self.provider, model=self.model, detail=reply)
+        finish = "stop"
+        until = params.stop_unless
+        if until is not None and len(reply) > until.within_chars \
+                and until.text.lower() not in reply[:until.within_chars].lower():
+            reply, finish = reply[:until.within_chars], "stop_unless"  # as a watching backend stops
         words = sum(len(m.content.split()) for m in messages)
         return Completion(text=reply, provider=self.provider, model=self.model, family=self.family,
                           prompt_tokens=words, completion_tokens=len(reply.split()),
-                          latency_s=time.perf_counter() - start, finish_reason="stop")
+                          latency_s=time.perf_counter() - start, finish_reason=finish)
 
 
 class ScriptedFactory:
