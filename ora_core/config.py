@@ -60,6 +60,9 @@ class TraceConfig(_Section):
     enabled: bool = True
     root: Path | None = None  # default: <user data dir>/traces
     sinks: list[str] = Field(default_factory=list)  # empty: every registered sink
+    # How long a turn waits for its sinks to close (write, sync) before it returns anyway with
+    # tracing degraded, the late sinks named on stderr: a stalled disk never hangs a turn.
+    close_timeout_s: float = Field(default=60.0, gt=0)
 
     def resolved_root(self) -> Path:
         return Path(self.root).expanduser() if self.root else user_data_dir() / "traces"

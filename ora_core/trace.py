@@ -143,6 +143,14 @@ class TurnContext:
                 self._sink_failed(sink, method, exc)
         return results
 
+    def close_overdue(self, seconds: float) -> None:
+        """The turn's close did not come back within ``seconds`` (a sink stuck on its disk): every
+        sink not yet failed is named, tracing is degraded; the close goes on in the background."""
+        for sink in self._sinks:
+            self._sink_failed(sink, "close_turn", TimeoutError(
+                f"did not return within {seconds:g} s (trace.close_timeout_s); the turn returned without "
+                "waiting for it"))
+
     def open(self) -> TurnContext:
         self._to_sinks("open_turn", self.info, self)
         self.emit("turn_started", prompt=self.prompt, config_hash=self.config_hash,

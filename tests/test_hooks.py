@@ -201,3 +201,36 @@ def test_a_turn_closes_its_sinks_off_the_event_loop_so_other_turns_go_on(tmp_pat
     result = asyncio.run(main())
     assert seen["others_ran_meanwhile"] is True and seen["thread"] is not loop_thread
     assert sink.closed and result.trace_path == "memory://" + result.turn_id
+
+
+def test_a_sink_stuck_in_close_turn_degrades_the_turn_instead_of_hanging_it(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    release = threading.Event()
+
+    class StuckSink(MemorySink):
+        name = "stuck-disk"
+
+        def close_turn(self, info: Any) -> dict[str, Any]:
+            release.wait(timeout=30)  # a write that never comes back from the disk
+            return super().close_turn(info)
+
+    sink = StuckSink()
+
+    class SinkPlugin:
+        @hookimpl
+        def ora_register_trace_sinks(self, register):
+            register(sink)
+
+    stderr = io.StringIO()
+    resolved = scripted_config(default="Hi.", trace={"close_timeout_s": 0.3})
+    started = time.monotonic()
+    try:
+        result = run_turn(make_runtime(make_host(ora_scripted, SinkPlugin()), resolved, stderr=stderr), "Hello")
+        waited = time.monotonic() - started
+    finally:
+        release.set()
+    assert result.answer == "Hi." and result.tracing_degraded and result.trace_path is None
+    assert "trace sink 'stuck-disk' failed (close_turn: TimeoutError: did not return within 0.3 s" in stderr.getvalue()
+    assert waited < 10, "the turn returned long before the sink did"
