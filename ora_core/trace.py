@@ -101,6 +101,7 @@ class TurnContext:
         )
         self._sinks = list(sinks)
         self._failed_sinks: dict[str, str] = {}
+        self._closed_sinks: set[str] = set()  # sinks whose close_turn has returned
         self._seq = 0
         self._emit_lock = threading.Lock()  # retrievers run in threads and may record contingencies
         self._step_counter = 0
@@ -145,8 +146,11 @@ class TurnContext:
 
     def close_overdue(self, seconds: float) -> None:
         """The turn's close did not come back within ``seconds`` (a sink stuck on its disk): every
-        sink not yet failed is named, tracing is degraded; the close goes on in the background."""
+        sink that has not closed (nor failed) is named, tracing is degraded; the close goes on in
+        the background."""
         for sink in self._sinks:
+            if getattr(sink, "name", type(sink).__name__) in self._closed_sinks:
+                continue
             self._sink_failed(sink, "close_turn", TimeoutError(
                 f"did not return within {seconds:g} s (trace.close_timeout_s); the turn returned without "
                 "waiting for it"))
@@ -271,6 +275,7 @@ class TurnContext:
             except Exception as exc:  # noqa: BLE001 - isolation; reported by _sink_failed
                 self._sink_failed(sink, "close_turn", exc)
                 continue
+            self._closed_sinks.add(name)
             if not isinstance(info, dict):
                 continue
             if info.get("trace_path"):

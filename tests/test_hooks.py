@@ -216,11 +216,12 @@ def test_a_sink_stuck_in_close_turn_degrades_the_turn_instead_of_hanging_it(tmp_
             release.wait(timeout=30)  # a write that never comes back from the disk
             return super().close_turn(info)
 
-    sink = StuckSink()
+    sink, quick = StuckSink(), MemorySink()
 
     class SinkPlugin:
         @hookimpl
         def ora_register_trace_sinks(self, register):
+            register(quick)  # closes at once, before the stuck one: not named
             register(sink)
 
     stderr = io.StringIO()
@@ -233,4 +234,5 @@ def test_a_sink_stuck_in_close_turn_degrades_the_turn_instead_of_hanging_it(tmp_
         release.set()
     assert result.answer == "Hi." and result.tracing_degraded and result.trace_path is None
     assert "trace sink 'stuck-disk' failed (close_turn: TimeoutError: did not return within 0.3 s" in stderr.getvalue()
+    assert quick.closed and "'memory'" not in stderr.getvalue()
     assert waited < 10, "the turn returned long before the sink did"
