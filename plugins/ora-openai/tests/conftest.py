@@ -1,4 +1,6 @@
+import socket
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,3 +33,22 @@ def _fresh_breakers() -> Iterator[None]:
     reset_breakers()
     yield
     reset_breakers()
+
+
+@pytest.fixture
+def full_backlog() -> Iterator[int]:
+    """A port whose listener never accepts and whose backlog is full: a connect there hangs."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        filler = socket.socket()
+        filler.setblocking(False)
+        filler.connect_ex(("127.0.0.1", port))  # EINPROGRESS: the connect waits in the backlog
+        fillers.append(filler)
+    time.sleep(0.05)
+    yield port
+    for s in (*fillers, listener):
+        s.close()
