@@ -91,10 +91,7 @@ def required_literals(pattern: str, flags: int = 0) -> tuple[frozenset[str], boo
     when ``icase``); None when no useful requirement can be proven."""
     from re import _parser
 
-    try:
-        parsed = _parser.parse(pattern, flags)
-    except re.error:
-        return None
+    parsed = _parser.parse(pattern, flags)  # a pattern that does not parse raises, as re.compile does
     icase = bool(parsed.state.flags & re.IGNORECASE)
     found = _sequence(parsed, icase)
     if not found or len(found) > MAX_LITERALS or min(map(len, found)) < MIN_LITERAL:
