@@ -83,6 +83,23 @@ def scripted_config(trace_root: Path | str | None = None, *, rules: list[dict[st
     return make_config(_deep_merge(overrides, more))
 
 
+class RecordingSink:
+    """A trace sink that keeps every event of a turn in ``events`` (in order), for assertions
+    on what a component emitted: ``TurnContext(..., sinks=[RecordingSink()])``."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.events: list[Any] = []
+
+    def open_turn(self, info: Any, ctx: Any) -> None: ...
+
+    def handle(self, event: Any) -> None:
+        self.events.append(event)
+
+    def close_turn(self, info: Any) -> None: ...
+
+
 def make_runtime(host: PluginHost, resolved: ResolvedConfig, stderr: Any = None) -> Any:
     import sys
 

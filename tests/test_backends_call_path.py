@@ -17,26 +17,12 @@ import pytest
 
 from ora_core import hookimpl
 from ora_core.backends import BackendPool, _shallow_copy, _success_record, call_role
-from ora_core.models import Completion, CompletionParams, ModelCallRecord, TraceEvent
+from ora_core.models import Completion, CompletionParams, ModelCallRecord
 from ora_core.prompts import build_messages
-from ora_core.testing import make_config, make_host
+from ora_core.testing import RecordingSink, make_config, make_host
 from ora_core.trace import TurnContext
 
 MESSAGES = build_messages("Answer.", "Question?")
-
-
-class _Keep:
-    name = "keep"
-
-    def __init__(self) -> None:
-        self.events: list[TraceEvent] = []
-
-    def open_turn(self, info: object, ctx: object) -> None: ...
-
-    def handle(self, event: TraceEvent) -> None:
-        self.events.append(event)
-
-    def close_turn(self, info: object) -> None: ...
 
 
 def _validated_twin(record: ModelCallRecord) -> ModelCallRecord:
@@ -112,7 +98,7 @@ class _Bending:
 def test_call_role_records_and_emits_what_validation_and_model_dump_give(backend: dict[str, Any]) -> None:
     resolved = make_config({"backends": {"local": backend}}, base_default=False)
     pool = BackendPool(resolved.config, make_host(ora_scripted, _Bending()))
-    sink = _Keep()
+    sink = RecordingSink()
     turn = TurnContext(prompt="q", config=resolved.config, config_hash=resolved.hash, sinks=[sink]).open()
 
     async def go() -> Completion:
@@ -135,7 +121,7 @@ def test_call_role_records_and_emits_what_validation_and_model_dump_give(backend
 
 
 def test_record_call_of_a_failed_call_emits_the_dumped_error() -> None:
-    turn_sink = _Keep()
+    turn_sink = RecordingSink()
     turn = TurnContext(prompt="q", config=None, config_hash="h", sinks=[turn_sink]).open()
     record = ModelCallRecord(role="r", prompt_key="k", planned_provider="p", planned_model="m",
                              effective_provider="p", effective_model="m", latency_s=0.1,

@@ -6,29 +6,16 @@ import pydantic
 import pytest
 
 from ora_core.models import TraceEvent
+from ora_core.testing import RecordingSink
 from ora_core.trace import TurnContext
 
 
-class _Keep:
-    name = "keep"
-
-    def __init__(self) -> None:
-        self.events: list[TraceEvent] = []
-
-    def open_turn(self, info: object, ctx: object) -> None: ...
-
-    def handle(self, event: TraceEvent) -> None:
-        self.events.append(event)
-
-    def close_turn(self, info: object) -> None: ...
-
-
-def _turn(sink: _Keep) -> TurnContext:
+def _turn(sink: RecordingSink) -> TurnContext:
     return TurnContext(prompt="p", config=None, config_hash="h", sinks=[sink]).open()
 
 
 def test_fast_path_event_equals_a_validated_one() -> None:
-    sink = _Keep()
+    sink = RecordingSink()
     turn = _turn(sink)
     event = turn.emit("note", step="s", step_index=3, text="hello", nested={"a": [1, 2]})
     again = TraceEvent.model_validate(event.model_dump())
@@ -40,7 +27,7 @@ def test_fast_path_event_equals_a_validated_one() -> None:
 
 
 def test_an_unknown_kind_is_still_a_validation_error() -> None:
-    turn = _turn(_Keep())
+    turn = _turn(RecordingSink())
     with pytest.raises(pydantic.ValidationError, match="kind"):
         turn.emit("no-such-kind")  # type: ignore[arg-type]
     with pytest.raises(pydantic.ValidationError, match="step_index"):
