@@ -71,22 +71,26 @@ def test_nested_deadlines_each_answer_for_their_own(limit) -> None:
     assert asyncio.run(main()) == ["inner expired", "outer still running", "outer expired"]
 
 
+async def _cancelled_from_outside(task: asyncio.Task[None]) -> str:
+    """Cancel ``task`` shortly after it starts; how it ended."""
+    await asyncio.sleep(0.01)
+    task.cancel()
+    try:
+        await task
+    except asyncio.CancelledError:
+        return "cancelled"
+    except TimeoutError:
+        return "timed out"
+    return "finished"
+
+
 def test_a_cancellation_from_outside_stays_a_cancellation(limit) -> None:
     async def main() -> str:
         async def guarded() -> None:
             async with limit(0.05):
                 await asyncio.sleep(5)
 
-        task = asyncio.create_task(guarded())
-        await asyncio.sleep(0.01)
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            return "cancelled"
-        except TimeoutError:
-            return "timed out"
-        return "finished"
+        return await _cancelled_from_outside(asyncio.create_task(guarded()))
 
     assert asyncio.run(main()) == "cancelled"
 
@@ -100,16 +104,7 @@ def test_the_deadline_passing_during_an_outside_cancellation_is_not_a_timeout(li
                 finally:
                     await asyncio.sleep(0.05 + 2 * TICK_S)  # cleanup outlives the deadline
 
-        task = asyncio.create_task(guarded())
-        await asyncio.sleep(0.01)
-        task.cancel()
-        try:
-            await task
-        except asyncio.CancelledError:
-            return "cancelled"
-        except TimeoutError:
-            return "timed out"
-        return "finished"
+        return await _cancelled_from_outside(asyncio.create_task(guarded()))
 
     assert asyncio.run(main()) == "cancelled"
 
