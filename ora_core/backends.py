@@ -27,7 +27,7 @@ from typing import IO, Any
 from .config import BackendConfig, OraConfig
 from .deadlines import deadline as _deadline
 from .errors import BackendBadResponse, BackendError, BackendRateLimited, BackendTimeout, ConfigError, PluginError
-from .models import Completion, CompletionParams, Message, ModelCallRecord
+from .models import Completion, CompletionParams, Message, ModelCallRecord, assembled
 from .prompts import carries_directive
 
 #: Tokens per message the chat formats add around the content (role markers, separators).
@@ -36,7 +36,6 @@ MESSAGE_OVERHEAD_TOKENS = 4
 #: before the kernel gives up on a call that never returns.
 DEADLINE_GRACE_S = 30.0
 TPM_WINDOW_S = 60.0
-_RECORD_FIELDS = frozenset(ModelCallRecord.model_fields)
 _new_object = object.__new__
 _set_attribute = object.__setattr__
 
@@ -45,12 +44,7 @@ def _built_record(fields: dict[str, Any]) -> ModelCallRecord:
     """A ``ModelCallRecord`` from parts already typed, every field given in field order: what
     validating them would build, without that cost on every model call (``_success_record``
     checks the types first). ``tests/test_backends_call_path.py`` pins it equal to the validated record."""
-    record = _new_object(ModelCallRecord)
-    _set_attribute(record, "__dict__", fields)
-    _set_attribute(record, "__pydantic_fields_set__", set(_RECORD_FIELDS))
-    _set_attribute(record, "__pydantic_extra__", None)
-    _set_attribute(record, "__pydantic_private__", None)
-    return record
+    return assembled(ModelCallRecord, fields)
 
 
 def _success_record(role: str, prompt_key: str, planned: BackendConfig, flags: list[str], latency_s: float,

@@ -26,13 +26,11 @@ from .models import (
     TraceEvent,
     TurnInfo,
     TurnResult,
+    assembled,
 )
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
 _EVENT_KINDS = frozenset(get_args(EventKind))
-_EVENT_FIELDS = tuple(TraceEvent.model_fields)
-_new_object = object.__new__
-_set_attribute = object.__setattr__
 
 
 def _built_event(kind: str, turn_id: str, conversation_id: str, seq: int, at: datetime, step: str,
@@ -41,13 +39,8 @@ def _built_event(kind: str, turn_id: str, conversation_id: str, seq: int, at: da
     does for a model without defaults to fill, extras or private attributes, at a third of its
     cost (it is paid ~50 times per Gear-4 turn). ``tests/test_trace_emit.py`` pins that it equals the
     validated event."""
-    event = _new_object(TraceEvent)
-    _set_attribute(event, "__dict__", {"kind": kind, "turn_id": turn_id, "conversation_id": conversation_id,
-                                       "seq": seq, "at": at, "step": step, "step_index": step_index, "data": data})
-    _set_attribute(event, "__pydantic_fields_set__", set(_EVENT_FIELDS))
-    _set_attribute(event, "__pydantic_extra__", None)
-    _set_attribute(event, "__pydantic_private__", None)
-    return event
+    return assembled(TraceEvent, {"kind": kind, "turn_id": turn_id, "conversation_id": conversation_id,
+                                  "seq": seq, "at": at, "step": step, "step_index": step_index, "data": data})
 
 
 def sanitize_id(raw: str, default: str = "default") -> str:

@@ -22,7 +22,7 @@ from ora_core.errors import (
     BackendUnavailable,
     ConfigError,
 )
-from ora_core.models import Completion, CompletionParams, Message
+from ora_core.models import Completion, CompletionParams, Message, assembled
 
 from .breaker import breaker_for
 from .cache import ResponseCache, default_cache_dir, request_key
@@ -36,19 +36,13 @@ T = TypeVar("T")
 #: The request body's JSON as httpx's ``json=`` writes it; one encoder, not one per call.
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _NO_AUTH: list[tuple[bytes, bytes]] = []
-_COMPLETION_FIELDS = frozenset(Completion.model_fields)
 
 
 def _built_completion(fields: dict[str, Any]) -> Completion:
     """A ``Completion`` from parts already typed (``_parse`` checked or converted each one),
     every field given in field order: what validating them would build, without that cost on
     every call. ``plugins/ora-openai/tests/test_call_path.py`` pins it equal to the validated one."""
-    completion = object.__new__(Completion)
-    object.__setattr__(completion, "__dict__", fields)
-    object.__setattr__(completion, "__pydantic_fields_set__", set(_COMPLETION_FIELDS))
-    object.__setattr__(completion, "__pydantic_extra__", None)
-    object.__setattr__(completion, "__pydantic_private__", None)
-    return completion
+    return assembled(Completion, fields)
 
 
 class OpenAIBackend:
