@@ -78,10 +78,10 @@ def start_server(port: int) -> subprocess.Popen[bytes]:
 async def run_turns(port: int, turns: int, rounds: int, reuse: bool, transport: str | None) -> tuple[float, int]:
     import ora_openai
 
-    from ora_core.backends import BackendPool, call_role
-    from ora_core.prompts import build_messages
+    from ora_core.engine.backends import BackendPool, call_role
+    from ora_core.engine.prompts import build_messages
+    from ora_core.kernel.trace import TurnContext
     from ora_core.testing import make_config, make_host
-    from ora_core.trace import TurnContext
 
     options: dict[str, Any] = {"max_connections": turns * 2, "max_keepalive": turns * 2, "breaker_failures": 1000}
     if transport is not None:
@@ -117,7 +117,7 @@ async def run_raw(port: int, turns: int, rounds: int) -> tuple[float, int]:
     """The ceiling of this harness: the same request pattern with bare aiohttp (no Ora, no httpx)."""
     import aiohttp
 
-    from ora_core.prompts import build_messages
+    from ora_core.engine.prompts import build_messages
 
     url = f"http://127.0.0.1:{port}/v1/chat/completions"
     body = {"model": "bench", "messages": [m.model_dump() for m in build_messages("Answer.", "Benchmark question?")],

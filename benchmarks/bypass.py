@@ -15,7 +15,7 @@ import time
 
 from ora_bypass.vocabulary import phrases
 
-from ora_core.phrases import PhraseMatcher, normalize_phrase
+from ora_core.kits.phrases import PhraseMatcher, normalize_phrase
 
 ANALYTICAL = [
     "Cui bono on the harness paradigm shift in commercial AI? Who benefits and who loses?",

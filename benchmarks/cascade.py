@@ -182,7 +182,7 @@ def ora_runtime(trace_root: Path, latency: float, *, fsync: bool = True) -> Any:
 
 
 async def ora_turn(rt: Any) -> Any:
-    from ora_core.pipeline.runner import run_turn_async
+    from ora_core.engine.runner import run_turn_async
 
     result = await run_turn_async(rt, PROMPT, mode="cui-bono")
     problems = []

@@ -147,9 +147,9 @@ def worker_compare(vault: Path, store: Path, queries: list[str], k: int, batch_s
     from ora_chroma.ingest import Ingestor
     from ora_chroma.retrievers import ConceptRetriever, store_for
 
-    from ora_core.models import RetrievalFilters
+    from ora_core.kernel.models import RetrievalFilters
+    from ora_core.kernel.trace import StandaloneContext
     from ora_core.testing import make_config
-    from ora_core.trace import StandaloneContext
 
     raw_parts = prepare_raw(vault)
     parts = sorted(p for p in vault.iterdir() if p.is_dir())
@@ -228,9 +228,9 @@ def worker_hold(vault: Path, store: Path, queries: list[str], k: int, batch_size
     from ora_chroma.ingest import Ingestor
     from ora_chroma.retrievers import ConceptRetriever, store_for
 
-    from ora_core.models import RetrievalFilters
+    from ora_core.kernel.models import RetrievalFilters
+    from ora_core.kernel.trace import StandaloneContext
     from ora_core.testing import make_config
-    from ora_core.trace import StandaloneContext
 
     config = make_config({"retrieval": {"path": str(store / "ora"), "k": k},
                           "plugins": {"chroma": {"batch_size": batch_size}}}).config

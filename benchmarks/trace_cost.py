@@ -93,7 +93,7 @@ class CloseTimer:
 
 
 async def main_async(args: argparse.Namespace) -> int:
-    from ora_core.pipeline.runner import run_turn_async
+    from ora_core.engine.runner import run_turn_async
 
     base = Path(args.root)
     sides = {"trace-fs, fsync on": _runtime(base / "fsync", trace=True, fsync=True),

@@ -25,7 +25,7 @@ import ora_signals
 import ora_trace_fs
 
 import ora_modes
-from ora_core.pipeline import run_turn
+from ora_core.engine import run_turn
 from ora_core.testing import make_host, make_runtime, scripted_config
 
 PROMPTS = ["Cui bono on the harness paradigm shift in commercial AI?", "Hello, what time is it?"]

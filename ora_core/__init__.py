@@ -4,7 +4,7 @@ The kernel has no detector, backend, retriever, verifier or sink of its own: all
 comes from plugins registered through the ``ora`` entry-point group.
 """
 
-from .hookspecs import hookimpl
+from ora_core.kernel.hookspecs import hookimpl
 
 __version__ = "0.1.0"
 __all__ = ["hookimpl", "__version__"]

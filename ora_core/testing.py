@@ -13,10 +13,19 @@ Tests never autoload installed plugins: ``ora_host`` is a plugin host with nothi
 ``write_distribution`` lays out a real (tiny) installed distribution on disk, with a
 ``.dist-info`` and an ``ora`` entry point, so entry-point loading can be tested for real by
 putting its directory on ``sys.path`` (or ``PYTHONPATH`` for a subprocess).
+
+Plugin tests import from ``ora_core.api`` and from here, never from the engine: the engine's
+entry points a test needs are re-exported (loaded on first use): ``run_turn`` /
+``run_turn_async`` (a whole turn over ``make_runtime``), ``TurnContext`` (a turn to hand
+components), ``BackendPool`` / ``call_role`` / ``build_messages`` (one model call the way a step
+makes it), ``run_detectors``, ``check_assumptions``, ``load_modes`` / ``parse_mode_text``,
+``bypass_decision`` (Stage 0's rule), ``control_texts`` / ``RETRY_PHRASES`` (what the engine adds
+to a step's prompt, for echo detectors) and ``build_app`` (the ``ora`` command line).
 """
 
 from __future__ import annotations
 
+import importlib
 import textwrap
 import tomllib
 from collections.abc import Iterator, Mapping
@@ -25,8 +34,8 @@ from typing import Any
 
 import pytest
 
-from .config import DEFAULT_CONFIG_PATH, OraConfig, ResolvedConfig, _check_roles, _deep_merge, config_hash
-from .plugins import PluginHost, PluginRecord
+from ora_core.kernel.config import DEFAULT_CONFIG_PATH, OraConfig, ResolvedConfig, check_roles, config_hash, deep_merge
+from ora_core.kernel.plugins import PluginHost, PluginRecord
 
 
 def write_distribution(root: Path | str, name: str, *, version: str = "0.1.0",
@@ -62,9 +71,9 @@ def make_host(*plugins: object, strict: bool = True, env: Mapping[str, str] | No
 
 def make_config(overrides: Mapping[str, Any] | None = None, *, base_default: bool = True) -> ResolvedConfig:
     data: dict[str, Any] = tomllib.loads(DEFAULT_CONFIG_PATH.read_text()) if base_default else {}
-    data = _deep_merge(data, overrides or {})
+    data = deep_merge(data, overrides or {})
     config = OraConfig.model_validate(data)
-    _check_roles(config, "test config")
+    check_roles(config, "test config")
     return ResolvedConfig(config=config, sources=["test"], hash=config_hash(config))
 
 
@@ -80,7 +89,16 @@ def scripted_config(trace_root: Path | str | None = None, *, rules: list[dict[st
     }
     if trace_root is not None:
         overrides["trace"] = {"root": str(trace_root)}
-    return make_config(_deep_merge(overrides, more))
+    return make_config(deep_merge(overrides, more))
+
+
+def cli_context(host: PluginHost) -> Any:
+    """The ``CommandContext`` ``ora`` gives plugins' commands, over ``host``; the configuration is
+    the one the command line resolves (``-c``/``--config`` of the invocation)."""
+    from ora_core.cli.state import load_resolved
+    from ora_core.kernel.commands import CommandContext
+
+    return CommandContext(host, load_resolved)
 
 
 class RecordingSink:
@@ -103,7 +121,7 @@ class RecordingSink:
 def make_runtime(host: PluginHost, resolved: ResolvedConfig, stderr: Any = None) -> Any:
     import sys
 
-    from .pipeline import Runtime
+    from ora_core.engine.runner import Runtime
 
     return Runtime(host=host, resolved=resolved, stderr=stderr or sys.stderr)
 
@@ -127,3 +145,34 @@ def register_plugin(ora_host: PluginHost) -> Iterator[Any]:
     yield _register
     for name in reversed(names):
         ora_host.unregister_plugin(name)
+
+
+#: Engine and CLI entry points a plugin's tests may use (name -> "module:attribute").
+_REEXPORTS: dict[str, str] = {
+    "run_turn": "ora_core.engine.runner:run_turn",
+    "run_turn_async": "ora_core.engine.runner:run_turn_async",
+    "Runtime": "ora_core.engine.runner:Runtime",
+    "TurnContext": "ora_core.kernel.trace:TurnContext",
+    "BackendPool": "ora_core.engine.backends:BackendPool",
+    "call_role": "ora_core.engine.backends:call_role",
+    "build_messages": "ora_core.engine.prompts:build_messages",
+    "run_detectors": "ora_core.kernel.detection:run_detectors",
+    "check_assumptions": "ora_core.kernel.layers:check_assumptions",
+    "load_modes": "ora_core.kernel.modes:load_modes",
+    "parse_mode_text": "ora_core.kernel.modes:parse_mode_text",
+    "bypass_decision": "ora_core.engine.stage0:decide",
+    "unsupported_specifics": "ora_core.engine.supplement:unsupported_specifics",
+    "build_app": "ora_core.cli.app:build_app",
+    "control_texts": "ora_core.engine.reliability:control_texts",
+    "RETRY_PHRASES": "ora_core.engine.reliability:RETRY_PHRASES",
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _REEXPORTS.get(name)
+    if target is None:
+        raise AttributeError(f"module 'ora_core.testing' has no attribute {name!r}")
+    module, _, attribute = target.partition(":")
+    value = getattr(importlib.import_module(module), attribute)
+    globals()[name] = value
+    return value

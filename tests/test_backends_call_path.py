@@ -16,11 +16,11 @@ import ora_scripted
 import pytest
 
 from ora_core import hookimpl
-from ora_core.backends import BackendPool, _shallow_copy, _success_record, call_role
-from ora_core.models import Completion, CompletionParams, ModelCallRecord
-from ora_core.prompts import build_messages
+from ora_core.engine.backends import BackendPool, _shallow_copy, _success_record, call_role
+from ora_core.engine.prompts import build_messages
+from ora_core.kernel.models import Completion, CompletionParams, ModelCallRecord
+from ora_core.kernel.trace import TurnContext
 from ora_core.testing import RecordingSink, make_config, make_host
-from ora_core.trace import TurnContext
 
 MESSAGES = build_messages("Answer.", "Question?")
 

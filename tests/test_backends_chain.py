@@ -12,14 +12,14 @@ from typing import Any
 import ora_scripted
 import pytest
 
-from ora_core import backends as kernel_backends
 from ora_core import hookimpl
-from ora_core.backends import BackendPool, call_role
-from ora_core.errors import BackendBadResponse, BackendError, BackendTimeout, BackendUnavailable
-from ora_core.models import Completion, ModelCallRecord, TurnResult
-from ora_core.prompts import build_messages
+from ora_core.engine import backends as kernel_backends
+from ora_core.engine.backends import BackendPool, call_role
+from ora_core.engine.prompts import build_messages
+from ora_core.kernel.errors import BackendBadResponse, BackendError, BackendTimeout, BackendUnavailable
+from ora_core.kernel.models import Completion, ModelCallRecord, TurnResult
+from ora_core.kernel.trace import TurnContext
 from ora_core.testing import make_config, make_host
-from ora_core.trace import TurnContext
 
 MESSAGES = build_messages("Answer.", "Question?")
 
@@ -127,7 +127,7 @@ def test_a_plugin_that_never_returns_meets_the_kernel_deadline(monkeypatch: pyte
 
 
 def test_an_unknown_backend_type_is_a_configuration_error_not_a_fallback() -> None:
-    from ora_core.errors import ConfigError
+    from ora_core.kernel.errors import ConfigError
 
     with pytest.raises(ConfigError, match="no installed plugin registers"):
         run_role({"local": {"type": "nope", "model": "m", "fallbacks": ["b"]}, "b": scripted("x")})

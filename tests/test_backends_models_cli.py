@@ -17,9 +17,10 @@ import ora_scripted
 import pytest
 from typer.testing import CliRunner
 
-from ora_core import cli, hookimpl
-from ora_core.cli import build_app
-from ora_core.errors import BackendUnavailable
+from ora_core import hookimpl
+from ora_core.cli import state as cli_state
+from ora_core.cli.app import build_app
+from ora_core.kernel.errors import BackendUnavailable
 from ora_core.testing import make_host
 
 REPO = Path(__file__).resolve().parents[1]
@@ -57,8 +58,8 @@ class Probed:
 
 @pytest.fixture
 def invoke(tmp_path: Path) -> Iterator[Any]:
-    saved = (cli.state.host, cli.state.config_path)
-    cli.state.host = make_host(ora_scripted, ora_openai, Probed())
+    saved = (cli_state.state.host, cli_state.state.config_path)
+    cli_state.state.host = make_host(ora_scripted, ora_openai, Probed())
 
     def _invoke(config: str, *args: str) -> Any:
         path = tmp_path / "ora.toml"
@@ -66,7 +67,7 @@ def invoke(tmp_path: Path) -> Iterator[Any]:
         return CliRunner().invoke(build_app(), ["--config", str(path), "models", "list", *args])
 
     yield _invoke
-    cli.state.host, cli.state.config_path = saved
+    cli_state.state.host, cli_state.state.config_path = saved
 
 
 def dead_port() -> int:
@@ -136,7 +137,7 @@ def test_a_type_no_plugin_registers_is_shown_not_hidden(invoke) -> None:
 
 
 def test_models_list_with_the_installed_plugins_imports_nothing_heavy() -> None:
-    code = ("import sys\nfrom ora_core.cli import main\ntry:\n    main(['models', 'list', '--json'])\n"
+    code = ("import sys\nfrom ora_core.cli.app import main\ntry:\n    main(['models', 'list', '--json'])\n"
             "except SystemExit as e:\n    assert not e.code, e.code\n"
             f"print('HEAVY', [m for m in {HEAVY!r} if m in sys.modules])")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORA")}

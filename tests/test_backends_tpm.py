@@ -8,12 +8,12 @@ from typing import Any
 
 import ora_scripted
 
-from ora_core.backends import BackendPool, TokenBudget, call_role, estimate_tokens
-from ora_core.errors import BackendRateLimited
-from ora_core.models import Message
-from ora_core.prompts import build_messages
+from ora_core.engine.backends import BackendPool, TokenBudget, call_role, estimate_tokens
+from ora_core.engine.prompts import build_messages
+from ora_core.kernel.errors import BackendRateLimited
+from ora_core.kernel.models import Message
+from ora_core.kernel.trace import TurnContext
 from ora_core.testing import make_config, make_host
-from ora_core.trace import TurnContext
 
 MESSAGES = build_messages("Answer.", "Question? " * 40)
 

@@ -14,13 +14,13 @@ import ora_scripted
 import pytest
 
 from ora_core import hookimpl
-from ora_core.backends import BackendPool, call_role
-from ora_core.models import Chunk, Provenance, Retrieval
-from ora_core.pipeline import run_turn
-from ora_core.pipeline.phase_a import reply_token_cap
-from ora_core.prompts import build_messages
+from ora_core.engine import run_turn
+from ora_core.engine.backends import BackendPool, call_role
+from ora_core.engine.phase_a import reply_token_cap
+from ora_core.engine.prompts import build_messages
+from ora_core.kernel.models import Chunk, Provenance, Retrieval
+from ora_core.kernel.trace import TurnContext
 from ora_core.testing import make_config, make_host, make_runtime, scripted_config
-from ora_core.trace import TurnContext
 
 PROMPT = "Explain how the supplement protocol handles a step that lacks a fact."
 PHASE_A_LATENCY_S = 0.4
@@ -141,7 +141,7 @@ class Recording:
             name = "recording"
 
             def create(self, settings: Any) -> Any:
-                from ora_core.models import Completion
+                from ora_core.kernel.models import Completion
 
                 class _Backend:
                     provider, model, family = "recording", settings.model, "test"
@@ -185,7 +185,7 @@ class FixedReply:
             name = "fixed"
 
             def create(self, settings: Any) -> Any:
-                from ora_core.models import Completion
+                from ora_core.kernel.models import Completion
 
                 class _Backend:
                     provider, model, family = "fixed", settings.model, "test"
@@ -208,7 +208,7 @@ class FixedReply:
 ])
 def test_a_phase_a_reply_cut_inside_the_cleaned_prompt_is_not_taken_as_one(text: str, finish: str, used_raw: bool,
                                                                           contingency: str | None) -> None:
-    from ora_core.pipeline.phase_a import run_phase_a
+    from ora_core.engine.phase_a import run_phase_a
 
     resolved = make_config({"backends": {"local": {"type": "fixed", "model": "m"}}}, base_default=False)
     pool = BackendPool(resolved.config, make_host(FixedReply(text, finish)))
@@ -229,7 +229,7 @@ def test_a_phase_a_reply_cut_inside_the_cleaned_prompt_is_not_taken_as_one(text:
 ])
 def test_a_phase_a_reply_without_its_header_is_stopped_early_and_named(reply: str, stopped: bool,
                                                                       used_raw: bool) -> None:
-    from ora_core.pipeline.phase_a import HEADER_WITHIN_CHARS, run_phase_a
+    from ora_core.engine.phase_a import HEADER_WITHIN_CHARS, run_phase_a
 
     resolved = scripted_config(default=reply)  # the scripted backend stops as a watching backend would
     pool = BackendPool(resolved.config, make_host(ora_scripted))

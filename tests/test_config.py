@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ora_core.config import load_config, render_config
-from ora_core.errors import ConfigError
+from ora_core.kernel.config import load_config, render_config
+from ora_core.kernel.errors import ConfigError
 
 
 @pytest.fixture(autouse=True)

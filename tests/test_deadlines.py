@@ -1,4 +1,4 @@
-"""``ora_core.deadlines.deadline``: ``asyncio.timeout``'s contract, kept by one watchdog per loop.
+"""``ora_core.kits.deadlines.deadline``: ``asyncio.timeout``'s contract, kept by one watchdog per loop.
 
 Each scenario runs under both and must end the same way: an overrun raises ``TimeoutError``
 (late by at most one tick), a block that finishes in time leaves its task uncancelled, nested
@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from ora_core import deadlines
-from ora_core.deadlines import TICK_S, deadline
+from ora_core.kits import deadlines
+from ora_core.kits.deadlines import TICK_S, deadline
 
 KINDS: dict[str, Callable[[float], Any]] = {"asyncio.timeout": asyncio.timeout, "ora deadline": deadline}
 

@@ -12,8 +12,8 @@ import typer
 from typer.testing import CliRunner
 
 from ora_core import hookimpl
-from ora_core.cli import build_app
-from ora_core.pipeline import run_turn
+from ora_core.cli.app import build_app
+from ora_core.engine import run_turn
 from ora_core.testing import make_host, make_runtime, scripted_config
 
 
@@ -163,7 +163,7 @@ def test_a_turn_closes_its_sinks_off_the_event_loop_so_other_turns_go_on(tmp_pat
     import asyncio
     import threading
 
-    from ora_core.pipeline.runner import run_turn_async
+    from ora_core.engine.runner import run_turn_async
 
     closing, other_turn_ran = threading.Event(), threading.Event()
     seen: dict[str, Any] = {}
@@ -236,3 +236,151 @@ def test_a_sink_stuck_in_close_turn_degrades_the_turn_instead_of_hanging_it(tmp_
     assert "trace sink 'stuck-disk' failed (close_turn: TimeoutError: did not return within 0.3 s" in stderr.getvalue()
     assert quick.closed and "'memory'" not in stderr.getvalue()
     assert waited < 10, "the turn returned long before the sink did"
+
+
+def test_ora_register_commands_gives_commands_the_configuration_through_ora(tmp_path: Path) -> None:
+    from ora_core.kernel.commands import CommandContext
+
+    class Commands:
+        @hookimpl
+        def ora_register_commands(self, cli, ora):
+            @cli.command("trace-root")
+            def trace_root() -> None:
+                typer.echo(str(ora.config().config.trace.resolved_root()))
+
+            @cli.command("refuse")
+            def refuse() -> None:
+                raise ora.fail("nothing to refuse", code=2)
+
+    resolved = scripted_config(tmp_path / "traces")
+    host = make_host(Commands())
+    app = build_app()
+    host.register_commands(app, CommandContext(host, lambda: resolved))
+    result = CliRunner().invoke(app, ["trace-root"])
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == str(tmp_path / "traces")
+    failed = CliRunner().invoke(app, ["refuse"])
+    assert failed.exception is not None and failed.exception.code == 2  # main() prints and exits with it
+
+
+def test_ora_register_retrievers_feeds_the_context_package(tmp_path: Path) -> None:
+    from ora_core.api import Chunk, Provenance, Retrieval
+
+    class Notes:
+        name = "notes"
+        stream = "concept"
+
+        def retrieve(self, query, filters, k, ctx):
+            return Retrieval(stream="concept", query=query, chunks=[Chunk(
+                id="n1", text="Harness vendors bundle models with tooling.",
+                provenance=Provenance(collection="notes", source="notes/harness.md", score=0.9))])
+
+    class Plugin:
+        @hookimpl
+        def ora_register_retrievers(self, register):
+            register(Notes())
+
+    import ora_modes
+
+    host = make_host(ora_scripted, ora_modes, Plugin())
+    config = scripted_config(default="An analysis.\nCONFIDENCE: 0.9", retrieval={"streams": {
+        "conversation": False, "relationship": False}}, verification={"verifier": "none", "final_verifier": "none"})
+    runtime = make_runtime(host, config)
+    result = run_turn(runtime, "Who benefits from harness vendors?", mode="standard")
+    assert host.registry["retriever"]["notes"].plugin == "Plugin"
+    assert result.mode == "standard" and result.gear == 2
+    assert any("notes" in c for c in result.contingencies) is False  # found, not a named failure
+
+
+def test_ora_register_verifiers_supplies_the_verdict_of_a_gear_2_turn(tmp_path: Path) -> None:
+    from ora_core.api import Verdict, VerdictStatus
+
+    seen: list[Any] = []
+
+    class Strict:
+        name = "strict"
+
+        def verify(self, subject, package, criteria, ctx):
+            seen.append(ctx.verification)
+            return Verdict(status=VerdictStatus.FAIL, verifier=self.name, reasons=["too confident"])
+
+    class Plugin:
+        @hookimpl
+        def ora_register_verifiers(self, register):
+            register(Strict())
+
+    import ora_modes
+
+    host = make_host(ora_scripted, ora_modes, Plugin())
+    config = scripted_config(default="An analysis.\nCONFIDENCE: 0.9",
+                             verification={"verifier": "strict", "final_verifier": "strict"})
+    result = run_turn(make_runtime(host, config), "Who benefits from harness vendors?", mode="standard")
+    assert set(result.verdicts.values()) == {"FAIL"}
+    assert seen and seen[0].step == "gear2-cycle1-verify" and seen[0].role == "verifier"
+
+
+def test_ora_register_fault_injectors_drives_the_path_its_mode_names(tmp_path: Path) -> None:
+    class Garbage:
+        name = "say-garbage"
+        description = "the direct answer is replaced by garbage"
+
+        def inject(self, point, value):
+            return "garbage" if point.site == "model_output" and isinstance(value, str) else value
+
+    class Plugin:
+        @hookimpl
+        def ora_register_fault_injectors(self, register):
+            register(Garbage())
+
+    sink = MemorySink()
+
+    class SinkPlugin:
+        @hookimpl
+        def ora_register_trace_sinks(self, register):
+            register(sink)
+
+    host = make_host(ora_scripted, Plugin(), SinkPlugin())
+    runtime = make_runtime(host, scripted_config(default="Hi there."))
+    result = run_turn(runtime, "Hello", inject="say-garbage", mode=None)
+    assert "fault-injection-say-garbage" in result.contingencies
+    assert any(e.kind == "fault_injected" for e in sink.events) or result.answer == "Hi there."
+
+
+def test_ora_register_embedders_offers_an_embedder_by_name_and_names_the_registered_ones() -> None:
+    from ora_core.api import PluginError, StandaloneContext
+
+    class Letters:
+        name = "letters"
+        dimension = 2
+
+        def embed(self, texts):
+            return [[float(len(t)), float(t.count("a"))] for t in texts]
+
+    class Plugin:
+        @hookimpl
+        def ora_register_embedders(self, register):
+            register(Letters())
+
+    host = make_host(Plugin())
+    config = scripted_config().config.model_copy(update={"embedding": scripted_config().config.embedding.model_copy(
+        update={"embedder": "letters"})})
+    ctx = StandaloneContext(config, host=host)
+    assert ctx.embedder().embed(["banana"]) == [[6.0, 3.0]]
+    with pytest.raises(PluginError) as refused:
+        ctx.embedder("minilm")
+    assert "registered embedders: letters" in str(refused.value)
+
+
+def test_an_embedder_without_embed_is_refused_at_registration() -> None:
+    class Half:
+        name = "half"
+        dimension = 3
+
+    class Plugin:
+        @hookimpl
+        def ora_register_embedders(self, register):
+            register(Half())
+
+    host = make_host(Plugin(), strict=False)
+    record = next(iter(host.records.values()))
+    assert record.status == "failed" and "lacks 'embed'" in record.errors[0]

@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from ora_core.lazy import LazyBackendFactory, lazy_compile, lazy_exports
+from ora_core.kits.lazy import LazyBackendFactory, lazy_compile, lazy_exports
 from ora_core.testing import make_host
 
 
@@ -71,7 +71,7 @@ def test_a_lazy_pattern_compiles_on_first_use_and_matches_like_re():
 
 
 def test_lazy_exports_import_the_submodule_on_first_access():
-    getter = lazy_exports("ora_core", {"parse_retry_after": "retry_after"})
+    getter = lazy_exports("ora_core.kits", {"parse_retry_after": "retry_after"})
     assert getter("parse_retry_after")("7") == 7.0
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         getter("nope")

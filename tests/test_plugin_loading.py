@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from ora_core.errors import PluginError
-from ora_core.plugins import PluginHost
+from ora_core.kernel.errors import PluginError
+from ora_core.kernel.plugins import PluginHost
 from ora_core.testing import write_distribution
 
 DETECTOR = '''
 from ora_core import hookimpl
-from ora_core.models import Signal
+from ora_core.kernel.models import Signal
 
 class Shout:
     name = "{name}"
@@ -240,14 +240,65 @@ def test_the_registry_knows_which_plugin_supplied_each_component(site: Path, gro
     assert host.summary()[0]["components"] == {"detector": ["alpha-detector"]}
 
 
-def test_two_distributions_publishing_the_same_entry_point_name_keep_the_first(site: Path, group: str) -> None:
+def test_two_distributions_publishing_the_same_entry_point_name_keep_both_records_and_refuse_the_second(
+        site: Path, group: str) -> None:
     dist(site, group, "ora-one", "dup", detector_source("one-detector"))
     dist(site, group, "ora-two", "dup", detector_source("two-detector"))
     host = PluginHost(env={})
     loaded = host.load_entrypoints(group)
-    assert [r.status for r in loaded].count("failed") == 1
-    failed = next(r for r in loaded if r.status == "failed")
-    assert "entry point name 'dup' is already used by distribution" in failed.errors[0]
+    assert sorted(r.status for r in loaded) == ["failed", "ok"]
+    kept = next(r for r in loaded if r.status == "ok")
+    refused = next(r for r in loaded if r.status == "failed")
+    # both records are listed: the second never overwrites the first
+    listed = [(row["name"], row["distribution"], row["status"]) for row in host.summary()]
+    assert ("dup", kept.distribution, "ok") in listed and ("dup", refused.distribution, "failed") in listed
+    message = refused.errors[0]
+    assert "'dup' is published by distribution" in message
+    assert f"{kept.distribution!r}" in message and f"{refused.distribution!r} is refused" in message
+    # the kept one's component is active and listed; the refused one's was never loaded
+    kept_detector = "one-detector" if kept.distribution == "ora-one" else "two-detector"
+    refused_detector = "two-detector" if kept_detector == "one-detector" else "one-detector"
+    assert host.registry["detector"][kept_detector].plugin == "dup"
+    assert refused_detector not in host.registry["detector"]
+
+
+WRAPPER = '''
+from ora_core import hookimpl
+
+@hookimpl({flag}=True)
+def ora_register_detectors(register):
+    yield
+'''
+
+
+@pytest.mark.parametrize("flag", ["wrapper", "hookwrapper"])
+def test_a_wrapper_implementation_of_ora_register_detectors_is_refused_at_load(site: Path, group: str,
+                                                                               flag: str) -> None:
+    dist(site, group, "ora-wrapping", "wrapping", WRAPPER.format(flag=flag))
+    host = PluginHost(env={})
+    (record,) = host.load_entrypoints(group)
+    assert record.status == "failed"
+    assert f"ora_register_detectors ({flag}=True)" in record.errors[0]
+    assert "not supported" in record.errors[0] and "would never run" in record.errors[0]
+    assert not host.pm.has_plugin("wrapping")  # unregistered: nothing of it runs
+
+
+def test_ora_debug_hooks_prints_every_hook_call_with_plugin_and_duration(site: Path, group: str) -> None:
+    import io
+
+    dist(site, group, "ora-alpha", "alpha", detector_source("alpha-detector"))
+    host = PluginHost(env={"ORA_DEBUG_HOOKS": "1"})
+    host.debug_stream = io.StringIO()
+    host.load_entrypoints(group)
+    calls = []
+    host.call_observers("ora_turn_started", lambda plugin, exc: calls.append(plugin), turn=object())
+    lines = host.debug_stream.getvalue().splitlines()
+    assert any(line.startswith("ora hooks: ora_register_detectors <- alpha (") and " ms ok" in line
+               for line in lines), lines
+    quiet = PluginHost(env={})
+    quiet.debug_stream = io.StringIO()
+    quiet.load_entrypoints(group)
+    assert quiet.debug_stream.getvalue() == ""
 
 
 def test_register_plugin_fixture_registers_and_unregisters(ora_host: PluginHost, register_plugin) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ora_core.lazy import LazyPattern, lazy_compile
-from ora_core.prefilter import required_literals
+from ora_core.kits.lazy import LazyPattern, lazy_compile
+from ora_core.kits.prefilter import required_literals
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"

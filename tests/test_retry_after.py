@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from ora_core.retry_after import parse_retry_after, retry_after_note
+from ora_core.kits.retry_after import parse_retry_after, retry_after_note
 
 NOW = datetime(2026, 11, 23, 12, 0, 0, tzinfo=timezone.utc)
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from ora_core.models import TraceEvent, TurnResult
+from ora_core.kernel.models import TraceEvent, TurnResult
+from ora_core.kernel.trace import StandaloneContext, TurnContext, sanitize_id
 from ora_core.testing import make_config
-from ora_core.trace import StandaloneContext, TurnContext, sanitize_id
 
 
 class ListSink:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pydantic
 import pytest
 
-from ora_core.models import TraceEvent
+from ora_core.kernel.models import TraceEvent
+from ora_core.kernel.trace import TurnContext
 from ora_core.testing import RecordingSink
-from ora_core.trace import TurnContext
 
 
 def _turn(sink: RecordingSink) -> TurnContext:

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ora_core import hookimpl
-from ora_core.errors import RetrievalError
-from ora_core.models import Chunk, EmptyDiagnosis, Provenance, Retrieval, RetrievalFilters
+from ora_core.kernel.errors import RetrievalError
+from ora_core.kernel.models import Chunk, EmptyDiagnosis, Provenance, Retrieval, RetrievalFilters
 from ora_core.testing import make_host, make_runtime, scripted_config
 
 PHASE_A_RULE = {"match": "PHASE A CLEANUP", "on": "system",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from ora_core.pipeline import run_turn
+from ora_core.engine import run_turn
 
 CUI_BONO = "Cui bono on the harness paradigm shift in commercial AI?"
 

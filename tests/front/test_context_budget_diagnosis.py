@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ora_core.models import Chunk, Provenance, Retrieval, RetrievalFilters
-from ora_core.pipeline import run_turn
+from ora_core.engine import run_turn
+from ora_core.kernel.models import Chunk, Provenance, Retrieval, RetrievalFilters
 
 QUESTION = "Explain why the harness shift matters."
 

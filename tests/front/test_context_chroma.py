@@ -7,7 +7,7 @@ import socket
 
 import pytest
 
-from ora_core.pipeline import run_turn
+from ora_core.engine import run_turn
 
 ora_chroma = pytest.importorskip("ora_chroma", reason="plugins/ora-chroma is not installed")
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import ora_modes
-from ora_core.errors import ModeError
-from ora_core.modes import REQUIRED_SECTIONS, load_modes, parse_mode_text
+from ora_core.kernel.errors import ModeError
+from ora_core.kernel.modes import REQUIRED_SECTIONS, load_modes, parse_mode_text
 from ora_core.testing import make_config, make_host
 
 GOOD = (Path(ora_modes.modes_dir()) / "standard.md").read_text()

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import ora_modes
 from ora_core import hookimpl
-from ora_core.pipeline import run_turn
-from ora_core.prompts import ASSUMPTIONS_HEADER, DIRECTIVE_MARKER
+from ora_core.engine import run_turn
+from ora_core.engine.prompts import ASSUMPTIONS_HEADER, DIRECTIVE_MARKER
 
 CUI_BONO = "Cui bono on the harness paradigm shift in commercial AI?"
 EXPANSION = ("Structured cui bono analysis of the harness paradigm shift in commercial AI: "
@@ -266,7 +266,7 @@ def test_a_retriever_breaking_its_contract_is_a_named_rag_failure(front):
 
 
 def test_an_unexpected_exception_halts_the_turn_and_still_closes_the_trace(front, monkeypatch):
-    from ora_core.pipeline import routing
+    from ora_core.engine import routing
 
     def explode(*args, **kwargs):
         raise RuntimeError("routing bug")

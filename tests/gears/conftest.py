@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from ora_core import hookimpl
-from ora_core.errors import VerifierError
-from ora_core.models import Chunk, EmptyDiagnosis, Provenance, Retrieval, Verdict, VerdictStatus
+from ora_core.kernel.errors import VerifierError
+from ora_core.kernel.models import Chunk, EmptyDiagnosis, Provenance, Retrieval, Verdict, VerdictStatus
 from ora_core.testing import make_host, make_runtime, scripted_config
 
 PROMPT = "Cui bono on the harness paradigm shift in commercial AI?"
@@ -165,6 +165,17 @@ class ComponentPlugin:
             register(v)
 
 
+class SpecificsDetectorPlugin:
+    """ora-grounding's ``unsupported-specifics`` detector alone (plain Python, no model): what a
+    default install runs on every model output, without registering the grounding verifier."""
+
+    @hookimpl
+    def ora_register_detectors(self, register: Any) -> None:
+        from ora_grounding.detector import UnsupportedSpecificsDetector
+
+        register(UnsupportedSpecificsDetector())
+
+
 def first_party(*extra: object, inject: bool = True) -> Any:
     import ora_broken
     import ora_bypass
@@ -177,7 +188,7 @@ def first_party(*extra: object, inject: bool = True) -> Any:
     import ora_modes
 
     plugins: list[object] = [ora_scripted, ora_bypass, ora_signals, ora_modes, ora_trace_fs, ora_broken,
-                             ora_health_detectors]
+                             ora_health_detectors, SpecificsDetectorPlugin()]
     if inject:
         plugins.append(ora_inject)
     return make_host(*plugins, *extra)
@@ -225,7 +236,7 @@ class Trace:
 def gears(tmp_path: Path) -> Any:
     """``gears.run(rules=..., plugins=[...], prompt=..., mode=..., inject=..., **config)`` ->
     ``(result, Trace, runtime)``."""
-    from ora_core.pipeline import run_turn
+    from ora_core.engine import run_turn
 
     def runtime(*, rules: list[dict[str, str]] | None = None, plugins: list[object] = (),  # type: ignore[assignment]
                 inject: bool = True, **config: Any) -> Any:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ora_core.errors import ConfigError
+from ora_core.kernel.errors import ConfigError
 
 MODEL = {"verification": {"verifier": "model", "final_verifier": "model"}}
 VAULT = [{"text": "Harness vendors bundle models with tooling; customers shift budgets to them.",
@@ -53,7 +53,7 @@ def test_every_mode_is_registered_with_a_description(gears):
 
 def test_an_unknown_mode_is_a_clear_error_listing_the_known_modes(gears):
     rt = gears.runtime()
-    from ora_core.pipeline import run_turn
+    from ora_core.engine import run_turn
 
     with pytest.raises(ConfigError) as caught:
         run_turn(rt, gears.PROMPT, mode="cui-bono", inject="low-conf")
@@ -64,7 +64,7 @@ def test_an_unknown_mode_is_a_clear_error_listing_the_known_modes(gears):
 
 
 def test_without_the_plugin_an_inject_mode_says_none_is_installed(gears):
-    from ora_core.pipeline import run_turn
+    from ora_core.engine import run_turn
 
     rt = gears.runtime(inject=False)
     with pytest.raises(ConfigError, match="no fault injector is installed"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from ora_core.pipeline.gears.roles import choose_breadth
+from ora_core.engine.gears.roles import choose_breadth
 
 MODEL = {"verification": {"verifier": "model", "final_verifier": "model"},
          "retrieval": {"streams": {"conversation": False, "relationship": False}}}

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from ora_core.models import Verdict, VerdictStatus
-from ora_core.pipeline.gears.prompts import _findings
+from ora_core.engine.gears.prompts import _findings
+from ora_core.kernel.models import Verdict, VerdictStatus
 
 CLAIM = "Ora was founded in 1987 by three engineers."
 REPORT = "## GROUNDING REPORT\n- [supported 0.91] A supported claim with its best evidence quoted at length."

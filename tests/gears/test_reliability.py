@@ -10,10 +10,9 @@ from __future__ import annotations
 import pytest
 
 from ora_core import hookimpl
-from ora_core.models import Signal
-from ora_core.prompts import DIRECTIVE_MARKER
-from ora_core.reliability import GOLDEN_ANCHORS, band_of, parse_confidence, prompt_echo
-from ora_core.supplement import protocol_text
+from ora_core.engine.prompts import DIRECTIVE_MARKER
+from ora_core.engine.reliability import GOLDEN_ANCHORS, band_of, parse_confidence
+from ora_core.kernel.models import Signal
 
 STEP = "gear2-analyst"
 VAULT = [{"text": "Harness vendors bundle models with tooling; customers shift budgets to them.",
@@ -257,7 +256,7 @@ def test_an_answer_parroting_the_retry_context_is_regenerated(gears):
     assert second["regenerated"] is True and second["unhealthy"] == ["prompt-echo"]
     assert result.answer.startswith("CLEAN") and "previous attempt failed" not in result.answer.lower()
     detections = [s for e in _events(trace, STEP, "detection") for s in e["signals"] if s["name"] == "prompt-echo"]
-    assert detections and detections[0]["detector"] == "reliability" and detections[0]["kind"] == "unhealthy"
+    assert detections and detections[0]["detector"] == "prompt-echo" and detections[0]["kind"] == "unhealthy"
 
 
 def test_an_answer_that_keeps_parroting_ships_marked_degraded_never_clean(gears):
@@ -267,21 +266,6 @@ def test_an_answer_that_keeps_parroting_ships_marked_degraded_never_clean(gears)
     assert result.status == "degraded"
     assert result.answer.startswith("[degraded — the analyst's output is unhealthy (unhealthy:prompt-echo)]")
     assert "gear2-analyst-unhealthy-after-regenerate" in trace.contingencies()
-
-
-def test_prompt_echo_flags_protocol_text_but_not_when_the_package_quotes_it():
-    protocol = protocol_text(2)
-    parroted = "My analysis.\n" + protocol.split("\n", 1)[1]
-    signal = prompt_echo(parroted, sent="## EVIDENCE\nnothing relevant", cap=2)
-    assert isinstance(signal, Signal) and (signal.kind, signal.name, signal.strength) == \
-        ("unhealthy", "prompt-echo", "strong")
-    assert prompt_echo(parroted, sent="## EVIDENCE\n" + protocol, cap=2) is None  # a vault note quoting it
-    assert prompt_echo("A plain analysis of who benefits; COVERAGE GAP: no figures.", sent="", cap=2) is None
-    assert prompt_echo("Your previous attempt failed: I try again.", sent="", cap=2).matched == \
-        "your previous attempt failed"
-    # an analysis under review that contains the phrase is material the model was given
-    assert prompt_echo("It says 'your previous attempt failed'.", sent="... your previous attempt failed ...",
-                       cap=2) is None
 
 
 # --- every model-output boundary runs the third-party detectors ---------------------------------------

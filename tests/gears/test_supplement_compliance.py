@@ -11,8 +11,7 @@ only in memory is a silent failure):
 from __future__ import annotations
 
 from ora_core import hookimpl
-from ora_core.models import Signal
-from ora_core.supplement import missing_specifics
+from ora_core.kernel.models import Signal
 
 STEP = "gear2-analyst"
 VERIFY = "gear2-cycle1-verify"
@@ -69,7 +68,7 @@ def test_the_same_specifics_backed_by_the_evidence_are_not_confabulation(gears):
 
 class NamesChecker:
     """A third-party evidence-checking detector (like the grounding plugin's): a name the
-    evidence lacks, which the kernel's lexical check does not look for."""
+    evidence lacks, which the grounding plugin's check does not look for."""
 
     name = "names-checker"
     kind = "unsupported_specifics"
@@ -94,7 +93,7 @@ def test_an_evidence_checking_detectors_signal_counts_too(gears):
     rules = gears.rules(gear2=gears.reply("NAMED", extra="Dr. Alma Verhoeven designed the first harness."))
     result, trace, _ = _gear2(gears, rules, VAULT, plugins=[NamesPlugin()])
     assert trace.step_health(STEP)["noncompliance"] == {"confident-confabulator": 1}
-    assert "unsupported_specifics" not in trace.step(STEP)["output"]  # the lexical check found nothing
+    assert "Dr. Alma Verhoeven" in trace.step(STEP)["output"]["unsupported_specifics"]  # the third party's finding
 
 
 # --- the cap-forced confabulator --------------------------------------------------------------------
@@ -166,13 +165,3 @@ def test_a_request_for_what_the_package_already_holds_is_counted_unneeded(gears)
     assert line["package_had_terms"] is True
     assert trace.step_health(STEP)["noncompliance"] == {"unneeded-request": 1}
     assert _contingency(trace, f"{STEP}-unneeded-request")["severity"] == "info"
-
-
-# --- the kernel's lexical check ---------------------------------------------------------------------
-
-def test_missing_specifics_finds_what_the_evidence_lacks_and_nothing_else():
-    evidence = "In 2019 the committee met on 3 March; 40% of budgets moved, about 12,500 dollars."
-    assert missing_specifics("In 2019, on 3 March, 40% moved: 12,500 dollars. See step 1 of 2.", evidence) == []
-    found = missing_specifics('In 2021 on 14 March, 45 percent moved; 3.2 billion; "the vote was unanimous and '
-                              'final" said the chair.', evidence)
-    assert found == ["2021", "14 March", "45 percent", "3.2", "the vote was unanimous and final"]

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ora_core import hookimpl
-from ora_core.models import Signal
+from ora_core.api import Signal
 
 #: Phrase -> strength. Multi-word phrases are matched whole, on word boundaries.
 PHRASES: dict[str, str] = {

@@ -5,8 +5,7 @@ from __future__ import annotations
 import ora_example_detector
 import pytest
 
-from ora_core.pipeline import run_turn
-from ora_core.testing import make_host, make_runtime, scripted_config
+from ora_core.testing import make_host, make_runtime, run_turn, scripted_config
 
 
 @pytest.fixture

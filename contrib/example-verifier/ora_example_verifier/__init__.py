@@ -22,8 +22,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from ora_core import hookimpl
-from ora_core.errors import VerifierError
-from ora_core.models import Chunk, Verdict, VerdictStatus
+from ora_core.api import Chunk, Verdict, VerdictStatus, VerifierError
 
 CITATION = re.compile(r"\[source:\s*([^\]]+?)\s*\]", re.IGNORECASE)
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import ora_example_verifier
 import pytest
 
-from ora_core.errors import VerifierError
-from ora_core.models import Chunk, Provenance, VerdictStatus
+from ora_core.api import Chunk, Provenance, VerdictStatus, VerifierError
 
 
 def chunk(source: str, text: str = "text") -> Chunk:

@@ -12,18 +12,19 @@ import httpx
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
-from ora_core.errors import (
+from ora_core.api import (
     BackendAuthError,
     BackendBadResponse,
     BackendError,
     BackendRateLimited,
     BackendTimeout,
     BackendUnavailable,
+    Completion,
+    CompletionParams,
     ConfigError,
+    Message,
 )
-from ora_core.http_transport import READ_BODY, make_client
-from ora_core.models import Completion, CompletionParams, Message
-from ora_core.retry_after import parse_retry_after, retry_after_note
+from ora_core.api.http import READ_BODY, make_client, parse_retry_after, retry_after_note
 
 BACKEND_TYPE = "anthropic"
 DEFAULT_BASE_URL = "https://api.anthropic.com"

@@ -13,19 +13,17 @@ import ora_scripted
 import pytest
 from fake_anthropic import API_KEY, FakeAnthropic
 
-from ora_core.backends import BackendPool, call_role
-from ora_core.errors import (
+from ora_core.api import (
     BackendAuthError,
     BackendBadResponse,
     BackendRateLimited,
     BackendTimeout,
     BackendUnavailable,
+    CompletionParams,
     ConfigError,
+    Message,
 )
-from ora_core.models import CompletionParams, Message
-from ora_core.prompts import build_messages
-from ora_core.testing import make_config, make_host
-from ora_core.trace import TurnContext
+from ora_core.testing import BackendPool, TurnContext, build_messages, call_role, make_config, make_host
 
 MESSAGES = build_messages("Answer briefly.", "What is the capital of France?")
 #: The ``transport`` option every backend of the running test gets (see ``_under_each_transport``).

@@ -1,4 +1,5 @@
-"""Ora plugin: the BROKEN verdict detector (seed 000, failure #9).
+"""Ora plugin: the verdict parser, the BROKEN verdict detector (seed 000, failure #9) and the
+``model`` verifier.
 
 A verifier whose backend raised, whose browser session expired, who hit a rate limit or who
 answered with garbage has not verified anything: its output is BROKEN, never PASS.
@@ -7,7 +8,10 @@ answered with garbage has not verified anything: its output is BROKEN, never PAS
   every verifier output (``ParsedVerdict.to_verdict(name, raw)`` gives the kernel's ``Verdict``).
 - ``VERDICT_CONTRACT`` — the instruction to give verifier models (the verdict-line contract).
 - ``BrokenVerdictDetector`` — the same parse as a Detector on the ``verifier_output`` layer,
-  registered as ``broken-verdict``.
+  registered as ``broken-verdict``: a strong ``broken`` signal for a BROKEN output, a ``verdict``
+  signal (PASS/FAIL and the findings) otherwise. The engine reads every verifier's raw text
+  through it.
+- ``ModelVerifier`` — the verifier registered as ``model``: an LLM through the verifier role.
 """
 
 from __future__ import annotations
@@ -17,12 +21,14 @@ from collections.abc import Callable
 from ora_core import hookimpl
 
 from .detector import QUOTED_KEY, BrokenVerdictDetector
+from .model_verifier import ModelVerifier
 from .verdict import VERDICT_CONTRACT, ParsedVerdict, parse_verdict, verdict_from_output
 
 __all__ = [
     "QUOTED_KEY",
     "VERDICT_CONTRACT",
     "BrokenVerdictDetector",
+    "ModelVerifier",
     "ParsedVerdict",
     "parse_verdict",
     "verdict_from_output",
@@ -32,3 +38,8 @@ __all__ = [
 @hookimpl
 def ora_register_detectors(register: Callable[..., None]) -> None:
     register(BrokenVerdictDetector())
+
+
+@hookimpl
+def ora_register_verifiers(register: Callable[..., None]) -> None:
+    register(ModelVerifier())

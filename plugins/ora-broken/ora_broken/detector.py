@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ora_core.models import Signal
+from ora_core.api import Signal
 
-from .verdict import parse_verdict
+from .verdict import findings_after, parse_verdict
 
 #: Where the detector looks, in ``ctx.data``, for the texts the verifier was shown (the subject
 #: under verification and the evidence chunks), so that quotations of them are never read as
@@ -26,11 +26,14 @@ def quoted_from_ctx(ctx: Any) -> Sequence[str]:
 
 
 class BrokenVerdictDetector:
-    """Signals a verifier output that is not a verdict: an error, a session wall, garbage.
+    """Reads a verifier's raw output: the one verdict parser of Ora.
 
-    One strong ``verifier-broken:<kind>`` signal for a BROKEN output (its data is the whole
-    parse); a weak ``verifier-conflicting-verdicts`` signal when a PASS/FAIL output also carries
-    an earlier verdict line saying the opposite. A PASS or FAIL output gives no broken signal.
+    - A BROKEN output (an error, a session wall, garbage, no verdict line): one strong
+      ``verifier-broken:<kind>`` signal of kind ``broken`` (its data is the whole parse).
+    - A PASS or FAIL output: one ``verdict`` signal of kind ``verdict`` (``data.status`` PASS or
+      FAIL, ``data.findings`` the lines after the verdict line: the reasons for a FAIL), and a
+      weak ``verifier-conflicting-verdicts`` signal of kind ``broken`` when an earlier verdict
+      line said the opposite.
     """
 
     name = "broken-verdict"
@@ -47,7 +50,12 @@ class BrokenVerdictDetector:
             return [Signal(detector=self.name, kind=self.kind, name=f"verifier-broken:{parsed.broken_kind}",
                            strength="strong", matched=first.matched if first else text.strip()[:120],
                            data=data)]
+        signals = [Signal(detector=self.name, kind="verdict", name="verdict", strength="strong",
+                          matched=parsed.verdict_line or "",
+                          data={"status": parsed.status.value, "line": parsed.verdict_line,
+                                "line_no": parsed.verdict_line_no, "source": parsed.source,
+                                "findings": findings_after(text, parsed, quoted_from_ctx(ctx))})]
         if parsed.conflicting:
-            return [Signal(detector=self.name, kind=self.kind, name="verifier-conflicting-verdicts",
-                           strength="weak", matched=parsed.verdict_line or "", data=data)]
-        return []
+            signals.append(Signal(detector=self.name, kind=self.kind, name="verifier-conflicting-verdicts",
+                                  strength="weak", matched=parsed.verdict_line or "", data=data))
+        return signals

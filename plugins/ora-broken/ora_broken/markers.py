@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from ora_core.lazy import lazy_compile
+from ora_core.api import lazy_compile
 
 BrokenCategory = Literal["exception_substitution", "browser_session", "backend_error", "rate_limit"]
 

@@ -43,8 +43,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ora_core.lazy import lazy_compile
-from ora_core.models import Verdict, VerdictStatus
+from ora_core.api import Verdict, VerdictStatus, lazy_compile
 
 from .markers import BrokenCategory, find_markers
 
@@ -275,6 +274,24 @@ def parse_verdict(raw: str | None, *, quoted: Sequence[str] = ()) -> ParsedVerdi
                              reasons=[f"very short output with no verdict line ({what})"], **common)
     return ParsedVerdict(status=VerdictStatus.BROKEN, broken_kind="no_verdict",
                          reasons=[f"no verdict line in {own_chars} characters of verifier output"], **common)
+
+
+MAX_FINDINGS = 20
+
+
+def findings_after(raw: str, parsed: ParsedVerdict, quoted: Sequence[str] = ()) -> list[str]:
+    """The verifier's own lines after its decisive verdict line (the reasons for a FAIL)."""
+    if parsed.verdict_line_no is None:
+        return []
+    own, _ = own_lines(raw, quoted)
+    out = []
+    for line in own[parsed.verdict_line_no:]:
+        if line is None or not line.strip():
+            continue
+        out.append(line.strip().lstrip("-*• ").strip())
+        if len(out) >= MAX_FINDINGS:
+            break
+    return out
 
 
 def verdict_from_output(raw: str | None, verifier: str, *, quoted: Sequence[str] = ()) -> Verdict:

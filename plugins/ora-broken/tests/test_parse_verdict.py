@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ora_broken import VERDICT_CONTRACT, parse_verdict, verdict_from_output
 
-from ora_core.models import Verdict, VerdictStatus
+from ora_core.api import Verdict, VerdictStatus
 
 PASS, FAIL, BROKEN = VerdictStatus.PASS, VerdictStatus.FAIL, VerdictStatus.BROKEN
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ora_core import hookimpl
-from ora_core.models import Signal
+from ora_core.api import Signal
 
 from .clock import ClockClaimsDetector
 from .vocabulary import RESCAN_CATEGORIES, phrases
@@ -31,7 +31,7 @@ class BypassDetector:
 
     def __init__(self, name: str, layer: str, assumes: frozenset[str],
                  categories: tuple[str, ...] | None = None) -> None:
-        from ora_core.phrases import PhraseMatcher
+        from ora_core.api.text import PhraseMatcher
 
         self.name = name
         self.layer = layer

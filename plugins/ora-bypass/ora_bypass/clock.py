@@ -15,8 +15,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from ora_core.lazy import lazy_compile
-from ora_core.models import Signal
+from ora_core.api import Signal, lazy_compile
 
 _TIME = lazy_compile(r"\b([01]?\d|2[0-3])[:.h]([0-5]\d)(?::[0-5]\d)?\s*(a\.?m\.?|p\.?m\.?)?(?!\w)", re.I)
 _WEEKDAY = lazy_compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I)

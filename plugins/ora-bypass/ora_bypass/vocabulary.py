@@ -54,7 +54,7 @@ RESCAN_CATEGORIES: tuple[str, ...] = ("time_date", "grammar_fix", "earlier_conve
 
 def phrases(categories: tuple[str, ...] | None = None) -> dict[str, tuple[str, str]]:
     """``{normalised phrase: (category, strength)}`` for the chosen categories (default all)."""
-    from ora_core.phrases import normalize_phrase
+    from ora_core.api.text import normalize_phrase
 
     out: dict[str, tuple[str, str]] = {}
     for category, (strength, words) in VOCABULARY.items():

@@ -9,7 +9,7 @@ import ora_bypass
 import pytest
 
 from ora_core import hookimpl
-from ora_core.pipeline.stage0 import decide
+from ora_core.testing import bypass_decision as decide
 
 
 @pytest.fixture

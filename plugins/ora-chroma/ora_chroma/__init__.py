@@ -29,10 +29,10 @@ def ora_register_retrievers(register: Callable[..., None]) -> None:
 
 
 @hookimpl
-def ora_register_commands(cli: Any) -> None:
+def ora_register_commands(cli: Any, ora: Any) -> None:
     from .cli import register
 
-    register(cli)
+    register(cli, ora)
 
 
 @hookimpl

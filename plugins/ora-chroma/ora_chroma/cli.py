@@ -17,14 +17,18 @@ def _fail(message: str) -> typer.Exit:
     return typer.Exit(1)
 
 
-def _config() -> Any:
-    from ora_core.cli import get_config
+#: The ``CommandContext`` the commands run on (``ora_register_commands(cli, ora)``).
+_ora: Any = None
 
-    return get_config().config
+
+def _config() -> Any:
+    if _ora is None:
+        raise _fail("the vault commands were registered without a command context")
+    return _ora.config().config
 
 
 def _store(config: Any) -> Any:
-    from ora_core.errors import OraError
+    from ora_core.api import OraError
 
     from .retrievers import store_for
 
@@ -70,7 +74,9 @@ def _print_report(report: Any, verb: str) -> None:
         typer.echo(f"  removed: {source}")
 
 
-def register(cli: typer.Typer) -> None:
+def register(cli: typer.Typer, ora: Any) -> None:
+    global _ora
+    _ora = ora
     vault = typer.Typer(help="The knowledge vault: ingest notes into Chroma, search them.",
                         no_args_is_help=True)
     cli.add_typer(vault, name="vault")
@@ -82,7 +88,7 @@ def register(cli: typer.Typer) -> None:
         strict: bool = typer.Option(False, "--strict", help="Exit 1 when any file was skipped."),
     ) -> None:
         """Ingest notes (idempotent: unchanged chunks are skipped, changed files replaced)."""
-        from ora_core.errors import OraError
+        from ora_core.api import OraError
 
         from .ingest import Ingestor
 
@@ -102,7 +108,7 @@ def register(cli: typer.Typer) -> None:
     @vault.command("sync")
     def sync(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
         """Re-ingest changed files under the ingested roots; remove deleted files' chunks."""
-        from ora_core.errors import OraError
+        from ora_core.api import OraError
 
         from .ingest import Ingestor
 
@@ -155,9 +161,7 @@ def register(cli: typer.Typer) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the Retrieval as JSON."),
     ) -> None:
         """Search the vault; print chunks with their provenance and scores."""
-        from ora_core.errors import OraError
-        from ora_core.models import RetrievalFilters
-        from ora_core.trace import StandaloneContext
+        from ora_core.api import OraError, RetrievalFilters, StandaloneContext
 
         from .retrievers import ConceptRetriever, ConversationRetriever, RelationshipRetriever
 

@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from ora_core.errors import OraError
+from ora_core.api import OraError
 
 from .embedding import embed
 from .notes import FrontMatterError, ParsedNote, note_key, parse_note

@@ -25,7 +25,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ora_core.models import Chunk, EmptyDiagnosis, EmptyReason, Provenance, RetrievalFilters
+from ora_core.api import Chunk, EmptyDiagnosis, EmptyReason, Provenance, RetrievalFilters
 
 
 class Candidate(BaseModel):

@@ -2,7 +2,7 @@
 (conversation memory) and ``relationship`` (the link graph between vault notes).
 
 Sync, called by the kernel from worker threads. Any failure of Chroma, the manifest or the
-embedding model is raised as ``ora_core.errors.RetrievalError`` with the cause chained: the
+embedding model is raised as ``ora_core.kernel.errors.RetrievalError`` with the cause chained: the
 kernel turns it into empty context plus a named record. An empty result without an error
 carries an ``EmptyDiagnosis`` (see ``ranking``).
 """
@@ -14,8 +14,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ora_core.errors import RetrievalError
-from ora_core.models import EmptyDiagnosis, EmptyReason, Retrieval, RetrievalFilters
+from ora_core.api import EmptyDiagnosis, EmptyReason, Retrieval, RetrievalError, RetrievalFilters
 
 from .embedding import embed_query
 from .ranking import build_where, diagnose, filter_clauses, filters_applied, query, rank

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from ora_core.errors import ConfigError
+from ora_core.api import ConfigError
 
 PLUGIN_NAME = "chroma"
 MANIFEST_NAME = "ora-vault.sqlite"

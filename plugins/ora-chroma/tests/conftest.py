@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from ora_core.api import StandaloneContext
 from ora_core.testing import make_config
-from ora_core.trace import StandaloneContext
 
 
 @pytest.fixture(scope="session")

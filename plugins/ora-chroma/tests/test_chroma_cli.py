@@ -9,8 +9,7 @@ import ora_chroma
 import pytest
 from typer.testing import CliRunner
 
-from ora_core.cli import build_app
-from ora_core.testing import make_host
+from ora_core.testing import build_app, cli_context, make_host
 
 
 @pytest.fixture
@@ -19,7 +18,8 @@ def ora(tmp_path: Path):
     config.write_text(f'[retrieval]\npath = "{tmp_path / "chroma"}"\n[trace]\nroot = "{tmp_path / "traces"}"\n',
                       encoding="utf-8")
     app = build_app()
-    make_host(ora_chroma).register_commands(app)
+    host = make_host(ora_chroma)
+    host.register_commands(app, cli_context(host))
     runner = CliRunner()
 
     def invoke(*args: str):

@@ -17,9 +17,8 @@ from ora_chroma.retrievers import ConversationRetriever, store_for
 
 import ora_modes
 from ora_core import hookimpl
-from ora_core.models import EmptyReason, RetrievalFilters
-from ora_core.pipeline import run_turn
-from ora_core.testing import make_host, make_runtime, scripted_config
+from ora_core.api import EmptyReason, RetrievalFilters
+from ora_core.testing import make_host, make_runtime, run_turn, scripted_config
 
 ANSWER = "At most two supplemental requests per step; after that the model writes COVERAGE GAP."
 PHASE_A = {"match": "PHASE A CLEANUP", "on": "system",

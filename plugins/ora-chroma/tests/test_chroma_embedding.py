@@ -10,7 +10,7 @@ import ora_chroma.embedding as embedding
 from ora_chroma.ingest import Ingestor
 from ora_chroma.retrievers import ConceptRetriever, ConversationRetriever, RelationshipRetriever, store_for
 
-from ora_core.models import RetrievalFilters
+from ora_core.api import RetrievalFilters
 
 
 def test_vectors_are_384_normalised_and_the_model_is_loaded_once(minilm):

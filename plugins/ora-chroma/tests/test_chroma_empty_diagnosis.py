@@ -9,7 +9,7 @@ import pytest
 from ora_chroma.ingest import Ingestor
 from ora_chroma.retrievers import ConceptRetriever, ConversationRetriever, RelationshipRetriever, store_for
 
-from ora_core.models import EmptyReason, RetrievalFilters
+from ora_core.api import EmptyReason, RetrievalFilters
 
 NOTES = {
     "gear-4.md": """

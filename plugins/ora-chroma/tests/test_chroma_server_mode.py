@@ -25,10 +25,8 @@ from ora_chroma.retrievers import ConceptRetriever, RelationshipRetriever, store
 
 import ora_modes
 from ora_core import hookimpl
-from ora_core.errors import RetrievalError
-from ora_core.models import RetrievalFilters
-from ora_core.pipeline import run_turn
-from ora_core.testing import make_host, make_runtime, scripted_config
+from ora_core.api import RetrievalError, RetrievalFilters
+from ora_core.testing import make_host, make_runtime, run_turn, scripted_config
 
 pytestmark = pytest.mark.slow
 

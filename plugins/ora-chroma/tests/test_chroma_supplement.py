@@ -17,8 +17,7 @@ from ora_chroma.ingest import Ingestor
 from ora_chroma.retrievers import store_for
 
 import ora_modes
-from ora_core.pipeline import run_turn
-from ora_core.testing import make_host, make_runtime, scripted_config
+from ora_core.testing import make_host, make_runtime, run_turn, scripted_config
 
 pytestmark = pytest.mark.slow
 

@@ -13,7 +13,7 @@ import pytest
 from ora_chroma.ingest import Ingestor, VaultError, scan
 from ora_chroma.retrievers import ConceptRetriever, RelationshipRetriever, store_for
 
-from ora_core.models import RetrievalFilters
+from ora_core.api import RetrievalFilters
 
 VAULT = {
     "supplemental-rag.md": """

@@ -11,8 +11,7 @@ import pytest
 from ora_chroma.notes import note_key, parse_note
 
 import ora_modes
-from ora_core.modes import load_modes
-from ora_core.testing import make_host
+from ora_core.testing import load_modes, make_host
 
 REPO = Path(__file__).resolve().parents[3]
 VAULT = REPO / "vault"

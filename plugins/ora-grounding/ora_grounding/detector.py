@@ -7,9 +7,11 @@ model): the specifics checks of the grounding verifier, alone.
 Signals:
 - ``unsupported-specifics`` (kind ``unsupported_specifics``, strong): at least one specific of a
   claim is absent from the evidence; ``data`` has ``evidence_checked``, ``missing`` (the
-  specifics) and ``claims`` (claim, kind, text). The kernel counts it towards the confident
-  confabulator pattern (``ora_core.supplement.unsupported_specifics``). An empty package is
-  checked like any other: every specific is then unsupported. Chunks of the streams the
+  specifics: the whole spans of ``lexical.missing_specifics`` first — "14 March", "$4.7", "83%" —
+  then what the claim-level checks found) and ``claims`` (claim, kind, text). The engine counts
+  it towards the confident and cap-forced confabulator patterns of the Supplemental RAG
+  protocol. Specifics the user's own prompt states (raw or as Phase A cleaned it) count as
+  supported. An empty package is checked like any other: every specific is then unsupported. Chunks of the streams the
   verifier sets aside (``conversation`` memory by default) are not evidence here either.
 - ``specifics-unchecked`` (kind ``specifics``, weak, no evidence flag): the text states
   specifics but no evidence package was at hand (Gear 1's direct answer has none), so they were
@@ -20,9 +22,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ora_core.models import Signal
+from ora_core.api import Signal
 
 from .evidence import normalise_package
+from .lexical import missing_specifics
 from .specifics import EvidenceIndex, SpecificCheck, check_specifics
 from .subject import checkable_text
 from .text import split_claims
@@ -40,7 +43,8 @@ class UnsupportedSpecificsDetector:
     def detect(self, text: str, ctx: Any) -> list[Signal]:
         data = getattr(ctx, "data", None)
         has_package = isinstance(data, dict) and EVIDENCE_KEY in data
-        claims = split_claims(checkable_text(text).text)
+        checkable = checkable_text(text).text  # the answer without protocol lines (CONFIDENCE: 0.90 ...)
+        claims = split_claims(checkable)
         if not has_package:
             found = [(c, s) for c in claims for s in check_specifics(c, EvidenceIndex())]
             if not found:
@@ -53,19 +57,26 @@ class UnsupportedSpecificsDetector:
 
         skip = excluded(ctx)
         items = [item for item in normalise_package(data[EVIDENCE_KEY]) if item.stream not in skip]
-        index = EvidenceIndex.build(item.text for item in items)
+        # What the user wrote is no confabulation either: a figure from the prompt (raw, or as
+        # Phase A cleaned it) may be repeated without evidence.
+        user = [t for t in (getattr(ctx, "prompt", ""), getattr(data[EVIDENCE_KEY], "prompt", ""))
+                if isinstance(t, str) and t]
+        sources = [*(item.text for item in items), *user]
+        index = EvidenceIndex.build(sources)
         unsupported: list[tuple[str, SpecificCheck]] = [
             (claim, check) for claim in claims for check in check_specifics(claim, index) if not check.supported
         ]
-        if not unsupported:
+        spans = missing_specifics(checkable, "\n".join(sources))
+        if not unsupported and not spans:
             return []
-        missing = list(dict.fromkeys(m for _, check in unsupported for m in (check.missing or [check.text])))
-        first = unsupported[0][1]
-        start = text.find(first.text)
+        found = [m for _, check in unsupported for m in (check.missing or [check.text])]
+        missing = list(dict.fromkeys([*spans, *found]))
+        first_text = unsupported[0][1].text if unsupported else spans[0]
+        start = text.find(first_text)
         return [Signal(
             detector=self.name, kind=self.kind, name="unsupported-specifics", strength="strong",
-            matched=first.text[:200], start=start if start >= 0 else None,
-            end=start + len(first.text) if start >= 0 else None,
+            matched=first_text[:200], start=start if start >= 0 else None,
+            end=start + len(first_text) if start >= 0 else None,
             data={"evidence_checked": True, "evidence_items": len(items), "missing": missing[:MAX_REPORTED],
                   "claims": [{"claim": claim[:300], "kind": check.kind, "text": check.text}
                              for claim, check in unsupported[:MAX_REPORTED]]},

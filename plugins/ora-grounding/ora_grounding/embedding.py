@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from ora_core.errors import VerifierError
+from ora_core.api import VerifierError
 
 _LOCK = threading.Lock()
 _EMBEDDER: MiniLMEmbedder | None = None

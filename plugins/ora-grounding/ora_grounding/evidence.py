@@ -3,9 +3,9 @@
 ``package`` may be:
 
 - a ``str`` — one evidence document;
-- an object with a ``text`` attribute (``ora_core.models.Chunk``) or a mapping with a ``"text"``
+- an object with a ``text`` attribute (``ora_core.kernel.models.Chunk``) or a mapping with a ``"text"``
   key — one chunk (its ``provenance.source``/``"source"`` and ``id`` are kept for the report);
-- an object with a ``chunks`` attribute (``ora_core.models.Retrieval``, a context package) or a
+- an object with a ``chunks`` attribute (``ora_core.kernel.models.Retrieval``, a context package) or a
   mapping with a ``"chunks"`` or ``"evidence"`` key — its chunks;
 - a list or tuple of any of these — flattened, in order;
 - ``None`` or an empty list — an empty package (every claim is then unsupported).
@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ora_core.errors import VerifierError
+from ora_core.api import VerifierError
 
 
 class EvidenceItem(BaseModel):

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from ora_core.lazy import lazy_compile
+from ora_core.api import lazy_compile
 
 from .text import STOPWORDS, stem, words
 
@@ -215,6 +215,8 @@ def check_specifics(claim: str, index: EvidenceIndex) -> list[SpecificCheck]:
         at_start = match.start() in starts and match.group(0).split()[0] == tokens[0]
         if at_start and len(tokens) == 1 and not tokens[0].isupper():
             continue  # a capitalised first word is usually just a sentence start
+        if at_start and len(tokens) == 1 and masked[match.end():match.end() + 1] == ":":
+            continue  # a label opening its line ("SUMMARY:", "Note:"), not a name
         missing = [t for t in tokens if not index.has_word(t)]
         checks.append(SpecificCheck(kind="name", text=" ".join(tokens), supported=not missing,
                                     missing=missing))

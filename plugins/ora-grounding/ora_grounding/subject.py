@@ -15,7 +15,7 @@ import re
 
 from pydantic import BaseModel, ConfigDict
 
-from ora_core.lazy import lazy_compile
+from ora_core.api import lazy_compile
 
 #: Section headings whose whole section is protocol, not claims.
 _PROTOCOL_SECTION = lazy_compile(

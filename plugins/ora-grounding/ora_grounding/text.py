@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from ora_core.lazy import lazy_compile
+from ora_core.api import lazy_compile
 
 STOPWORDS: frozenset[str] = frozenset([
     "a", "about", "above", "after", "again", "against", "all", "also", "am", "an", "and", "any",

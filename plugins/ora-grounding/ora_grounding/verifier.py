@@ -31,8 +31,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ora_core.errors import VerifierError
-from ora_core.models import Verdict, VerdictStatus
+from ora_core.api import Verdict, VerdictStatus, VerifierError
 
 from .evidence import normalise_package, package_question
 from .scoring import ClaimScore, Embedder, ScoringWeights, output_score, score_claims

@@ -7,9 +7,8 @@ from types import SimpleNamespace
 import ora_grounding
 from ora_grounding import UnsupportedSpecificsDetector
 
-from ora_core.layers import check_assumptions
-from ora_core.models import Chunk, EvidencePackage, Provenance
-from ora_core.supplement import unsupported_specifics
+from ora_core.api import Chunk, EvidencePackage, Provenance
+from ora_core.testing import check_assumptions, unsupported_specifics
 
 EVIDENCE = EvidencePackage(chunks=[Chunk(
     id="c1", text="The committee approved the budget on 3 March 2021 after two readings chaired by Ana Ruiz.",
@@ -25,7 +24,9 @@ def test_specifics_absent_from_the_evidence_are_a_strong_counted_signal():
     assert [s.name for s in signals] == ["unsupported-specifics"]
     signal = signals[0]
     assert signal.strength == "strong" and signal.data["evidence_checked"] is True
-    assert set(signal.data["missing"]) == {"5", "14", "Tom", "Hale"}
+    # the whole span of the lexical check first, then what the claim-level checks found
+    assert signal.data["missing"][0] == "5 March 2021"
+    assert set(signal.data["missing"]) == {"5 March 2021", "5", "14", "Tom", "Hale"}
     assert {c["kind"] for c in signal.data["claims"]} == {"date", "number", "name"}
     assert unsupported_specifics(signals) == signals  # the kernel counts it (confident confabulator)
 
@@ -73,3 +74,13 @@ def test_conversation_memory_does_not_vouch_for_a_specific():
         collection="conversation", source="turn-1", score=0.9, stream="conversation"))
     signals = run("The budget passed in 2021.", evidence=EvidencePackage(chunks=[memory]))
     assert signals[0].data["missing"] == ["2021"] and signals[0].data["evidence_items"] == 0
+
+
+def test_missing_specifics_finds_what_the_evidence_lacks_and_nothing_else():
+    from ora_grounding.lexical import missing_specifics
+
+    evidence = "In 2019 the committee met on 3 March; 40% of budgets moved, about 12,500 dollars."
+    assert missing_specifics("In 2019, on 3 March, 40% moved: 12,500 dollars. See step 1 of 2.", evidence) == []
+    found = missing_specifics('In 2021 on 14 March, 45 percent moved; 3.2 billion; "the vote was unanimous and '
+                              'final" said the chair.', evidence)
+    assert found == ["2021", "14 March", "45 percent", "3.2", "the vote was unanimous and final"]

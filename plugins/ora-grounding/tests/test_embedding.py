@@ -40,7 +40,7 @@ def test_vectors_are_normalised_and_cached(embedder):
 def test_a_missing_model_file_is_a_verifier_error_naming_the_path(tmp_path, monkeypatch):
     from ora_grounding import embedding
 
-    from ora_core.errors import VerifierError
+    from ora_core.api import VerifierError
 
     monkeypatch.setattr(embedding, "model_path", lambda: str(tmp_path))  # a directory with no model in it
     with pytest.raises(VerifierError) as err:

@@ -12,7 +12,7 @@ import ora_grounding
 import pytest
 
 from ora_core import hookimpl
-from ora_core.models import Chunk, EmptyDiagnosis, Provenance, Retrieval
+from ora_core.api import Chunk, EmptyDiagnosis, Provenance, Retrieval
 from ora_core.testing import make_host, make_runtime, scripted_config
 
 pytestmark = pytest.mark.slow
@@ -64,7 +64,7 @@ def run_gear2(tmp_path: Path, analysis: str, revision: str) -> tuple[Any, Path]:
     import ora_trace_fs
 
     import ora_modes
-    from ora_core.pipeline import run_turn
+    from ora_core.testing import run_turn
 
     rules = [PHASE_A,
              {"match": "ROLE: RE-REVISER", "on": "system", "reply": revision + "\nCONFIDENCE: 0.90"},

@@ -7,9 +7,7 @@ from types import SimpleNamespace
 import pytest
 from ora_grounding import DEFAULT_THRESHOLD, GroundingVerifier
 
-from ora_core.errors import VerifierError
-from ora_core.models import Chunk, EvidencePackage, Provenance, Retrieval, VerdictStatus
-from ora_core.verification import read_verdict_line
+from ora_core.api import Chunk, EvidencePackage, Provenance, Retrieval, VerdictStatus, VerifierError
 
 pytestmark = pytest.mark.slow  # loads MiniLM once per session (a few seconds)
 
@@ -139,8 +137,8 @@ def test_the_raw_report_lists_claims_and_ends_with_a_verdict_line_the_kernel_rea
     verdict = check(verifier, "The Eiffel Tower was completed in 1887.")
     assert "## GROUNDING REPORT" in verdict.raw_output and "UNSUPPORTED" in verdict.raw_output
     assert "missing from the evidence: 1887" in verdict.raw_output
-    status, line = read_verdict_line(verdict.raw_output, [])
-    assert (status, line) == (VerdictStatus.FAIL, "VERDICT: FAIL")
+    # a standalone verdict line: what the engine's verdict reader (ora-broken) takes as the verdict
+    assert "VERDICT: FAIL" in [line.strip() for line in verdict.raw_output.splitlines()]
 
 
 def test_a_verifier_without_an_embedder_loads_the_shared_model(embedder):

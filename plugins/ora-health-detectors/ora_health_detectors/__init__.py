@@ -1,7 +1,8 @@
 """Ora plugin: unhealthy-output detectors on the ``model_output`` layer.
 
-``refusal``, ``clarification-loop``, ``brief-stub`` and ``leaked-tool-call``: a strong signal
-from any of them means the reliability layer regenerates the step once (issue 6 §4).
+``refusal``, ``clarification-loop``, ``brief-stub``, ``leaked-tool-call`` and ``prompt-echo`` (the
+output parrots the orchestrator's own instructions): a strong signal from any of them means the
+reliability layer regenerates the step once.
 Settings live in ``[plugins.health-detectors]`` (``min_words``, ``clarification_body_words``);
 a step sets ``ctx.data["expected_min_words"]`` to say how long its output should be.
 """
@@ -13,12 +14,14 @@ from collections.abc import Callable
 from ora_core import hookimpl
 
 from .detectors import BriefStubDetector, ClarificationLoopDetector, LeakedToolCallDetector, RefusalDetector
+from .echo import PromptEchoDetector
 
-__all__ = ["BriefStubDetector", "ClarificationLoopDetector", "LeakedToolCallDetector", "RefusalDetector"]
+__all__ = ["BriefStubDetector", "ClarificationLoopDetector", "LeakedToolCallDetector", "PromptEchoDetector",
+           "RefusalDetector"]
 
 
 @hookimpl
 def ora_register_detectors(register: Callable[..., None]) -> None:
     for detector in (RefusalDetector(), ClarificationLoopDetector(), BriefStubDetector(),
-                     LeakedToolCallDetector()):
+                     LeakedToolCallDetector(), PromptEchoDetector()):
         register(detector)

@@ -6,7 +6,7 @@ import re
 from itertools import islice
 from typing import Any
 
-from ora_core.lazy import lazy_compile
+from ora_core.api import lazy_compile
 
 LAYER = "model_output"
 KIND = "unhealthy"

@@ -12,8 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ora_core.lazy import lazy_compile
-from ora_core.models import Signal
+from ora_core.api import Signal, lazy_compile
 
 from .common import (
     ASSUMES,

@@ -11,9 +11,8 @@ from ora_health_detectors import (
     RefusalDetector,
 )
 
-from ora_core.detection import run_detectors
-from ora_core.testing import make_config
-from ora_core.trace import StandaloneContext
+from ora_core.api import StandaloneContext
+from ora_core.testing import make_config, run_detectors
 
 ANALYSIS = (
     "The harness shift moves margin from model vendors to the firms that own distribution. "
@@ -28,11 +27,11 @@ def names(signals, strength=None):
     return [s.name for s in signals if strength is None or s.strength == strength]
 
 
-def test_plugin_registers_four_unhealthy_detectors_on_model_output(ora_host, register_plugin):
+def test_plugin_registers_five_unhealthy_detectors_on_model_output(ora_host, register_plugin):
     record = register_plugin(ora_health_detectors)
     assert record.status == "ok", record.errors
     detectors = ora_host.detectors(layer="model_output", kind="unhealthy")
-    assert sorted(d.name for d in detectors) == ["brief-stub", "clarification-loop", "leaked-tool-call",
+    assert sorted(d.name for d in detectors) == ["brief-stub", "clarification-loop", "leaked-tool-call", "prompt-echo",
                                                  "refusal"]
     assert all(d.assumes == frozenset({"model_generated"}) for d in detectors)
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ora_core.errors import BackendRateLimited, BackendTimeout, RetrievalError
-from ora_core.models import ContextPackage, FaultPoint
+from ora_core.api import BackendRateLimited, BackendTimeout, ContextPackage, FaultPoint, RetrievalError
 
 #: A quotation no evidence package holds: the judge must catch it.
 FABRICATED_QUOTE = ('> "The Orsini Institute report of 14 March 2019 put the harness market at '

@@ -6,8 +6,7 @@ from __future__ import annotations
 import ora_inject
 import pytest
 
-from ora_core.errors import BackendRateLimited, BackendTimeout, RetrievalError
-from ora_core.models import ContextPackage, FaultPoint, Retrieval
+from ora_core.api import BackendRateLimited, BackendTimeout, ContextPackage, FaultPoint, Retrieval, RetrievalError
 from ora_core.testing import make_host
 
 INJECTORS = {i.name: i for i in ora_inject.INJECTORS}

@@ -15,8 +15,15 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from ora_core.errors import BackendBadResponse, BackendError, BackendTimeout, BackendUnavailable
-from ora_core.models import Completion, CompletionParams, Message
+from ora_core.api import (
+    BackendBadResponse,
+    BackendError,
+    BackendTimeout,
+    BackendUnavailable,
+    Completion,
+    CompletionParams,
+    Message,
+)
 
 from .engine import EngineError, Generation, LoadedModel, generate, load_model
 from .model_file import ModelFileError, resolve_model_path

@@ -15,12 +15,8 @@ from ora_local_llm.engine import CpuSample, choose_threads, cpu_sample, free_cor
 from ora_local_llm.model_file import resolve_model_path
 from ora_local_llm.options import LocalLLMOptions
 
-from ora_core.backends import BackendPool, call_role
-from ora_core.errors import BackendBadResponse, BackendTimeout, BackendUnavailable, ConfigError
-from ora_core.models import CompletionParams, Message
-from ora_core.prompts import build_messages
-from ora_core.testing import make_config, make_host
-from ora_core.trace import TurnContext
+from ora_core.api import BackendBadResponse, BackendTimeout, BackendUnavailable, CompletionParams, ConfigError, Message
+from ora_core.testing import BackendPool, TurnContext, build_messages, call_role, make_config, make_host
 
 QUESTION = build_messages("Answer in one short sentence.", "What is the capital of France?")
 
@@ -344,7 +340,7 @@ def test_a_damaged_cached_copy_is_removed_named_and_the_source_runs(tmp_path: Pa
 
 
 def test_a_reply_lacking_the_wanted_text_is_stopped_early_and_one_that_has_it_is_not() -> None:
-    from ora_core.models import StopUnless
+    from ora_core.api import StopUnless
 
     backend = backend_for(options={"threads": 2, "seed": 7})
     essay = [Message(role="user", content="Write a long essay about the history of Europe.")]

@@ -13,16 +13,19 @@ from typing import Any, TypeVar
 import httpx
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
-from ora_core.deadlines import deadline
-from ora_core.errors import (
+from ora_core.api import (
     BackendAuthError,
     BackendBadResponse,
     BackendError,
     BackendTimeout,
     BackendUnavailable,
+    Completion,
+    CompletionParams,
     ConfigError,
+    Message,
+    assembled,
 )
-from ora_core.models import Completion, CompletionParams, Message, assembled
+from ora_core.api.http import deadline
 
 from .breaker import breaker_for
 from .cache import ResponseCache, default_cache_dir, request_key

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ora_core.errors import (
+from ora_core.api import (
     BackendAuthError,
     BackendBadResponse,
     BackendError,
@@ -19,7 +19,7 @@ from ora_core.errors import (
     BackendTimeout,
     BackendUnavailable,
 )
-from ora_core.retry_after import parse_retry_after, retry_after_note
+from ora_core.api.http import parse_retry_after, retry_after_note
 
 
 class Transient(Exception):

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ora_core.errors import ConfigError
+from ora_core.api import ConfigError
 
 
 class OpenAIOptions(BaseModel):

@@ -1,6 +1,6 @@
 """The httpx transports of the ``openai`` backend (option ``transport``).
 
-They live in ``ora_core.http_transport`` because the ``anthropic`` backend uses them too:
+They live in ``ora_core.kits.http_transport`` because the ``anthropic`` backend uses them too:
 ``AiohttpTransport`` (the default: httpx over aiohttp's HTTP/1.1 client, a fraction of
 httpcore's CPU per request) and ``ShardedTransport`` (``transport = "httpcore"``: httpx's own
 transport with its pool split into shards, encode/httpcore#1035).
@@ -8,7 +8,7 @@ transport with its pool split into shards, encode/httpcore#1035).
 
 from __future__ import annotations
 
-from ora_core.http_transport import (
+from ora_core.api.http import (
     READ_BODY,
     TRANSPORT_KINDS,
     AiohttpTransport,

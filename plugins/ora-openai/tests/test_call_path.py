@@ -18,10 +18,9 @@ from fault_server import FaultServer
 from ora_openai.backend import _built_completion
 from ora_openai.transport import READ_BODY, AiohttpTransport
 
-from ora_core.deadlines import deadline
-from ora_core.models import Completion, CompletionParams
-from ora_core.prompts import build_messages
-from ora_core.testing import make_config, make_host
+from ora_core.api import Completion, CompletionParams
+from ora_core.api.http import deadline
+from ora_core.testing import build_messages, make_config, make_host
 
 MESSAGES = build_messages("Answer briefly.", "What is the capital of France?")
 

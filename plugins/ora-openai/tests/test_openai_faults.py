@@ -12,20 +12,17 @@ import ora_openai
 import pytest
 from ora_openai.breaker import breaker_for
 
-from ora_core.backends import BackendPool, call_role
-from ora_core.errors import (
+from ora_core.api import (
     BackendAuthError,
     BackendBadResponse,
     BackendError,
     BackendRateLimited,
     BackendTimeout,
     BackendUnavailable,
+    CompletionParams,
     ConfigError,
 )
-from ora_core.models import CompletionParams
-from ora_core.prompts import build_messages
-from ora_core.testing import make_config, make_host
-from ora_core.trace import TurnContext
+from ora_core.testing import BackendPool, TurnContext, build_messages, call_role, make_config, make_host
 
 MESSAGES = build_messages("Answer briefly.", "What is the capital of France?")
 FAST = {"backoff_initial_s": 0.01, "backoff_max_s": 0.05}

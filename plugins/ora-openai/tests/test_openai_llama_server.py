@@ -18,11 +18,8 @@ import httpx
 import ora_openai
 import pytest
 
-from ora_core.backends import BackendPool, call_role
-from ora_core.models import CompletionParams
-from ora_core.prompts import build_messages
-from ora_core.testing import make_config, make_host
-from ora_core.trace import TurnContext
+from ora_core.api import CompletionParams
+from ora_core.testing import BackendPool, TurnContext, build_messages, call_role, make_config, make_host
 
 pytestmark = pytest.mark.slow
 MODEL = "SmolLM2-135M-Instruct"

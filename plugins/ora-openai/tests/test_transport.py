@@ -18,10 +18,8 @@ import pytest
 from ora_openai.options import OpenAIOptions
 from ora_openai.transport import READ_BODY, AiohttpTransport, env_proxy_applies, make_transport
 
-from ora_core.errors import BackendTimeout, BackendUnavailable, ConfigError
-from ora_core.models import CompletionParams
-from ora_core.prompts import build_messages
-from ora_core.testing import make_config, make_host
+from ora_core.api import BackendTimeout, BackendUnavailable, CompletionParams, ConfigError
+from ora_core.testing import build_messages, make_config, make_host
 
 MESSAGES = build_messages("Answer briefly.", "What is the capital of France?")
 

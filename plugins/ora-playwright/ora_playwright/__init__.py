@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ora_core import hookimpl
-from ora_core.lazy import LazyBackendFactory, lazy_exports
+from ora_core.api import LazyBackendFactory, lazy_exports
 
 #: Public names, imported on first access (PEP 562) so that loading the plugin stays cheap.
 _LAZY = {"BrowserBackend": "backend", "BrowserFactory": "backend", "BUILTIN_PROFILES": "profiles",

@@ -19,7 +19,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ora_core.errors import (
+from ora_core.api import (
     BackendAuthError,
     BackendBadResponse,
     BackendError,
@@ -27,9 +27,11 @@ from ora_core.errors import (
     BackendSessionExpired,
     BackendTimeout,
     BackendUnavailable,
+    Completion,
+    CompletionParams,
     ConfigError,
+    Message,
 )
-from ora_core.models import Completion, CompletionParams, Message
 
 from .profiles import SelectorProfile, load_profile
 
@@ -61,7 +63,7 @@ class BrowserOptions(BaseModel):
 
 
 def default_user_data_dir(profile: str) -> Path:
-    from ora_core.config import user_data_dir
+    from ora_core.api import user_data_dir
 
     return user_data_dir() / "browser" / profile
 

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ora_core.errors import ConfigError
+from ora_core.api import ConfigError
 
 ErrorKind = Literal["session_expired", "rate_limited", "auth", "unavailable"]
 

@@ -17,19 +17,16 @@ import pytest
 from chat_site import MIMICS, ChatSite
 from ora_playwright.profiles import BUILTIN_PROFILES
 
-from ora_core.backends import BackendPool, call_role
-from ora_core.errors import (
+from ora_core.api import (
     BackendAuthError,
     BackendBadResponse,
     BackendRateLimited,
     BackendSessionExpired,
     BackendTimeout,
     BackendUnavailable,
+    CompletionParams,
 )
-from ora_core.models import CompletionParams
-from ora_core.prompts import build_messages
-from ora_core.testing import make_config, make_host
-from ora_core.trace import TurnContext
+from ora_core.testing import BackendPool, TurnContext, build_messages, call_role, make_config, make_host
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(shutil.which("chromium") is None and not Path("/usr/bin/chromium").exists(),

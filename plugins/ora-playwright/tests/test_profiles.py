@@ -10,8 +10,7 @@ import pytest
 from ora_playwright.backend import render_prompt
 from ora_playwright.profiles import BUILTIN_PROFILES, load_profile
 
-from ora_core.errors import ConfigError
-from ora_core.models import Message
+from ora_core.api import ConfigError, Message
 
 
 @pytest.mark.parametrize("name", sorted(BUILTIN_PROFILES))

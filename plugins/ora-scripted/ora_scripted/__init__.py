@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ora_core import hookimpl
-from ora_core.errors import (
+from ora_core.api import (
     BackendAuthError,
     BackendBadResponse,
     BackendError,
@@ -30,8 +30,10 @@ from ora_core.errors import (
     BackendSessionExpired,
     BackendTimeout,
     BackendUnavailable,
+    Completion,
+    CompletionParams,
+    Message,
 )
-from ora_core.models import Completion, CompletionParams, Message
 
 ERRORS: dict[str, type[BackendError]] = {
     "timeout": BackendTimeout,

@@ -7,7 +7,7 @@ import re
 import pytest
 from ora_scripted import ScriptedBackend, _literal
 
-from ora_core.models import Message
+from ora_core.api import Message
 
 RULES = [
     {"match": r"ROLE: REVISER \(gear 4, step 5\) — the DEPTH", "on": "system", "reply": "revise-depth"},

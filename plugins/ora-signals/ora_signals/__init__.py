@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ora_core import hookimpl
-from ora_core.models import Signal
+from ora_core.api import Signal
 
 
 class ModeSignalDetector:
@@ -32,7 +32,7 @@ class ModeSignalDetector:
         self._owners: dict[str, list[tuple[str, str]]] = {}
 
     def _compiled(self, modes: Any) -> tuple[Any, dict[str, list[tuple[str, str]]]]:
-        from ora_core.phrases import PhraseMatcher, normalize_phrase
+        from ora_core.api.text import PhraseMatcher, normalize_phrase
 
         entries = []
         for mode in modes:
@@ -65,7 +65,7 @@ def _modes(ctx: Any) -> Any:
     data = getattr(ctx, "data", None)
     if data is not None and data.get("modes") is not None:
         return list(data["modes"])
-    from ora_core.modes import load_modes
+    from ora_core.api import load_modes
 
     library = load_modes(getattr(ctx, "host", None), getattr(ctx, "config", None))
     if data is not None:

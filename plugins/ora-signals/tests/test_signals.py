@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import ora_signals
 
 import ora_modes
-from ora_core.modes import load_modes, parse_mode_text
+from ora_core.testing import load_modes, parse_mode_text
 
 
 def _ctx(*dirs: Path):

@@ -29,7 +29,7 @@ def ora_register_trace_sinks(register: Callable[..., None]) -> None:
 
 
 @hookimpl
-def ora_register_commands(cli: Any) -> None:
+def ora_register_commands(cli: Any, ora: Any) -> None:
     from .commands import register
 
-    register(cli)
+    register(cli, ora)

@@ -11,12 +11,16 @@ import typer
 ROOT_HELP = "Trace root (default: trace.root of the configuration)."
 
 
+#: The ``CommandContext`` the commands run on (``ora_register_commands(cli, ora)``).
+_ora: Any = None
+
+
 def _root(root: Optional[str]) -> Path:
     if root:
         return Path(root).expanduser()
-    from ora_core.cli import get_config
-
-    return Path(get_config().config.trace.resolved_root())
+    if _ora is None:
+        raise _fail("the trace commands were registered without a command context")
+    return Path(_ora.config().config.trace.resolved_root())
 
 
 def _fail(message: str) -> typer.Exit:
@@ -30,7 +34,9 @@ def _console() -> Any:
     return Console(width=max(120, Console().width))
 
 
-def register(cli: typer.Typer) -> None:
+def register(cli: typer.Typer, ora: Any) -> None:
+    global _ora
+    _ora = ora
     trace_app = typer.Typer(help="The forensic trace: list and show traced turns.", no_args_is_help=True)
     cli.add_typer(trace_app, name="trace")
 

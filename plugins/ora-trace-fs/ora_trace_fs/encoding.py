@@ -32,7 +32,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from .pretty import _escape, _float, dumps_pretty
+from .pretty import dumps_pretty, escape_string, float_text
 
 try:
     import orjson as _orjson
@@ -161,11 +161,11 @@ def _scalar(obj: Any) -> str | None:
     if kind is int:
         return obj.__repr__()
     if kind is float:
-        return _float(obj)
+        return float_text(obj)
     if (kind is list or kind is dict or kind is tuple) and not obj:
         return "{}" if kind is dict else "[]"
     if kind is list and all(type(item) is str for item in obj):  # a list of names or lines
-        return "[\n  " + ",\n  ".join(map(_escape, obj)) + "\n]"
+        return "[\n  " + ",\n  ".join(map(escape_string, obj)) + "\n]"
     return None
 
 

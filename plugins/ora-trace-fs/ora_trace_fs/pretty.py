@@ -14,16 +14,16 @@ import json
 from typing import Any
 
 try:  # the C escaper; the pure-Python one where the accelerator is missing
-    from _json import encode_basestring as _escape  # type: ignore[import-not-found]
+    from _json import encode_basestring as escape_string  # type: ignore[import-not-found]
 except ImportError:  # pragma: no cover
-    _escape = json.encoder.py_encode_basestring  # type: ignore[attr-defined]
+    escape_string = json.encoder.py_encode_basestring  # type: ignore[attr-defined]
 
 _float_repr = float.__repr__
 _int_repr = int.__repr__
 INF = float("inf")
 
 
-def _float(value: float) -> str:
+def float_text(value: float) -> str:
     if value != value:
         return "NaN"
     if value == INF:
@@ -35,7 +35,7 @@ def _float(value: float) -> str:
 
 def _key(key: Any) -> str:
     if isinstance(key, str):
-        return _escape(key)
+        return escape_string(key)
     if key is True:
         return '"true"'
     if key is False:
@@ -45,7 +45,7 @@ def _key(key: Any) -> str:
     if isinstance(key, int):
         return '"' + _int_repr(key) + '"'
     if isinstance(key, float):
-        return '"' + _float(key) + '"'
+        return '"' + float_text(key) + '"'
     raise TypeError(f"keys must be str, int, float, bool or None, not {type(key).__name__}")
 
 
@@ -59,7 +59,7 @@ def dumps_pretty(obj: Any) -> str:
 def _encode(obj: Any, out: list[str], level: int, seen: set[int]) -> None:
     kind = type(obj)
     if kind is str:  # the common cases first, by exact type
-        out.append(_escape(obj))
+        out.append(escape_string(obj))
         return
     if kind is dict and obj:
         marker = id(obj)
@@ -73,11 +73,11 @@ def _encode(obj: Any, out: list[str], level: int, seen: set[int]) -> None:
         for key, value in obj.items():
             out.append(inner if first else sep)
             first = False
-            out.append(_escape(key) if type(key) is str else _key(key))
+            out.append(escape_string(key) if type(key) is str else _key(key))
             out.append(": ")
             vt = type(value)
             if vt is str:
-                out.append(_escape(value))
+                out.append(escape_string(value))
             elif value is None:
                 out.append("null")
             elif vt is int:
@@ -88,7 +88,7 @@ def _encode(obj: Any, out: list[str], level: int, seen: set[int]) -> None:
         seen.discard(marker)
         return
     if isinstance(obj, str):
-        out.append(_escape(obj))
+        out.append(escape_string(obj))
     elif obj is None:
         out.append("null")
     elif obj is True:
@@ -98,7 +98,7 @@ def _encode(obj: Any, out: list[str], level: int, seen: set[int]) -> None:
     elif isinstance(obj, int):
         out.append(_int_repr(obj))
     elif isinstance(obj, float):
-        out.append(_float(obj))
+        out.append(float_text(obj))
     elif isinstance(obj, list | tuple):
         if not obj:
             out.append("[]")

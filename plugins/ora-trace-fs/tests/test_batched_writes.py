@@ -23,9 +23,7 @@ from ora_trace_fs.files import write_files
 from ora_trace_fs.pretty import dumps_pretty
 
 import ora_modes
-from ora_core.pipeline import run_turn
-from ora_core.pipeline.runner import run_turn_async
-from ora_core.testing import make_host, make_runtime, scripted_config
+from ora_core.testing import make_host, make_runtime, run_turn, run_turn_async, scripted_config
 
 PHASE_A = {"match": "PHASE A CLEANUP", "on": "system",
            "reply": "CLEANED PROMPT:\nCui bono on the harness shift?\nCORRECTIONS:\n- none\nINFERRED ITEMS:\n- none"}

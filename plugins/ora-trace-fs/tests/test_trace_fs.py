@@ -19,8 +19,7 @@ import pytest
 from ora_trace_fs.files import AppendLog, atomic_write, safe_component
 
 import ora_modes
-from ora_core.pipeline import run_turn
-from ora_core.testing import make_host, make_runtime, scripted_config
+from ora_core.testing import make_host, make_runtime, run_turn, scripted_config
 
 ORA = str(Path(sys.executable).with_name("ora"))
 REPLY = r"CLEANED PROMPT:\nCui bono on the harness shift?\nCORRECTIONS:\n- none\nINFERRED ITEMS:\n- none"

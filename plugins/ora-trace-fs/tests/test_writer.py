@@ -23,9 +23,8 @@ from ora_trace_fs import files, sink
 from ora_trace_fs.render import SPECIAL_OUTPUT
 
 import ora_modes
-from ora_core.models import TurnResult
-from ora_core.pipeline import run_turn
-from ora_core.testing import make_host, make_runtime, scripted_config
+from ora_core.api import TurnResult
+from ora_core.testing import make_host, make_runtime, run_turn, scripted_config
 
 PHASE_A = {"match": "PHASE A CLEANUP", "on": "system",
            "reply": "CLEANED PROMPT:\nCui bono on the harness shift?\nCORRECTIONS:\n- none\nINFERRED ITEMS:\n- none"}

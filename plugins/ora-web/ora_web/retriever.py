@@ -27,8 +27,16 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ora_core.errors import ConfigError, RetrievalError
-from ora_core.models import Chunk, EmptyDiagnosis, EmptyReason, Provenance, Retrieval, RetrievalFilters
+from ora_core.api import (
+    Chunk,
+    ConfigError,
+    EmptyDiagnosis,
+    EmptyReason,
+    Provenance,
+    Retrieval,
+    RetrievalError,
+    RetrievalFilters,
+)
 
 PLUGIN_NAME = "web"
 

@@ -20,11 +20,8 @@ from ora_web.retriever import WebRetriever
 
 import ora_modes
 from ora_core import hookimpl
-from ora_core.errors import RetrievalError
-from ora_core.models import EmptyReason, RetrievalFilters
-from ora_core.pipeline import run_turn
-from ora_core.testing import make_config, make_host, make_runtime, scripted_config
-from ora_core.trace import StandaloneContext
+from ora_core.api import EmptyReason, RetrievalError, RetrievalFilters, StandaloneContext
+from ora_core.testing import make_config, make_host, make_runtime, run_turn, scripted_config
 
 RESULTS = [
     {"url": "https://en.example.org/wiki/Confabulation", "title": "Confabulation", "engine": "wiki",

@@ -1,0 +1,127 @@
+"""The ``ora`` command line.
+
+Plugins are loaded inside ``main()``, when the command runs, never when this module is
+imported; a plugin that fails to load is recorded and shown by ``ora plugins list`` while
+``ora --help`` keeps working. Heavy libraries are imported inside the commands that use them.
+
+Exit codes of ``ora run``: 0 ok or degraded, 1 configuration or plugin error,
+2 usage error, 3 needs_clarification (the question is printed), 4 halted (the diagnostic
+is printed).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Optional
+
+import typer
+
+from ora_core.cli import models as models_commands
+from ora_core.cli import modes as modes_commands
+from ora_core.cli import run as run_command
+from ora_core.cli.state import EXIT_ERROR, command_context, get_config, get_host, state
+from ora_core.kernel.errors import OraError
+
+
+def build_app() -> typer.Typer:
+    app = typer.Typer(
+        name="ora",
+        help="Multi-step LLM pipelines whose failures are never silent.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+
+    @app.callback()
+    def root(
+        config: Optional[str] = typer.Option(
+            None, "--config", "-c", help="Configuration file (else $ORA_CONFIG, ./ora.toml, user config dir)."
+        ),
+    ) -> None:
+        state.config_path = config
+
+    run_command.register(app)
+
+    plugins_app = typer.Typer(help="Installed plugins and their components.", no_args_is_help=True)
+    app.add_typer(plugins_app, name="plugins")
+
+    @plugins_app.command("list")
+    def plugins_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+        """Every plugin: distribution, version, components, hooks, layers, status."""
+        host = get_host()
+        rows = host.summary()
+        if as_json:
+            typer.echo(json.dumps(rows, indent=2))
+            return
+        _print_plugin_table(rows)
+
+    @plugins_app.command("check")
+    def plugins_check() -> None:
+        """Exit non-zero when any plugin failed to load or is incompatible."""
+        host = get_host()
+        problems = host.problems()
+        for record in problems:
+            typer.echo(f"{record.name} ({record.distribution} {record.version}): {record.status}: "
+                       + "; ".join(record.errors), err=True)
+        loaded = sum(1 for r in host.records.values() if r.status == "ok")
+        typer.echo(f"{loaded} plugin(s) ok, {len(problems)} with problems")
+        if problems:
+            raise typer.Exit(EXIT_ERROR)
+
+    config_app = typer.Typer(help="The resolved configuration.", no_args_is_help=True)
+    app.add_typer(config_app, name="config")
+
+    @config_app.command("show")
+    def config_show(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+        """Print the resolved configuration (secrets masked) and its hash."""
+        from ora_core.kernel.config import render_config
+
+        typer.echo(render_config(get_config(), "json" if as_json else "toml"))
+
+    modes_commands.register(app)
+    models_commands.register(app)
+    return app
+
+
+def _print_plugin_table(rows: list[dict[str, Any]]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Ora plugins", show_lines=True)
+    for col in ("plugin", "distribution", "version", "components", "hooks", "layer / assumes", "status"):
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        comps = "\n".join(f"{kind}: {', '.join(names)}" for kind, names in sorted(row["components"].items()))
+        layers = "\n".join(
+            f"{c['name']}: {c['layer'] or '?'}" + (f" [{', '.join(c['assumes'])}]" if c["assumes"] else "")
+            for c in row["layers"]
+        )
+        status = row["status"] + (f"\n{row['error']}" if row["error"] else "")
+        hooks = "\n".join(h.removeprefix("ora_") for h in row["hooks"])
+        table.add_row(row["name"], row["distribution"], row["version"], comps or "-", hooks or "-",
+                      layers or "-", status)
+    Console(width=max(120, Console().width)).print(table)
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point: load plugins (isolated), let them add commands, then run the app."""
+    from ora_core.kernel.commands import CommandFailed
+
+    app = build_app()
+    try:
+        host = get_host()
+        host.register_commands(app, command_context())
+    except OraError as exc:  # strict mode: a plugin failure is fatal
+        typer.echo(f"ora: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    try:
+        app(args=argv, prog_name="ora")
+    except CommandFailed as exc:  # a plugin's command failed through CommandContext.fail
+        typer.echo(f"ora: {exc.message}", err=True)
+        sys.exit(exc.code)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,142 @@
+"""``ora models list``: the configured backends, what they run, who uses them, and with
+``--check`` whether each one answers (each backend's own ``check()`` probe)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from ora_core.kernel.errors import OraError
+
+
+def backend_rows(config: Any, host: Any) -> list[dict[str, Any]]:
+    """One row per configured backend: type, model, family, roles, fallbacks and the plugin
+    (distribution and version) that registers its type."""
+    from ora_core.kernel.config import ROLE_NAMES
+
+    roles_by_backend: dict[str, list[str]] = {}
+    for role in ROLE_NAMES:
+        roles_by_backend.setdefault(getattr(config.roles, role), []).append(role)
+    fallback_for: dict[str, list[str]] = {}
+    for name, settings in config.backends.items():
+        for fb in settings.fallbacks:
+            fallback_for.setdefault(fb, []).append(name)
+    rows = []
+    for name, settings in config.backends.items():
+        component = host.registry["backend"].get(settings.type)
+        record = host.records.get(component.plugin) if component is not None else None
+        rows.append({
+            "backend": name,
+            "type": settings.type,
+            "model": settings.model,
+            "family": settings.family,
+            "base_url": settings.base_url,
+            "roles": roles_by_backend.get(name, []),
+            "fallbacks": list(settings.fallbacks),
+            "fallback_for": fallback_for.get(name, []),
+            "tokens_per_minute": settings.tokens_per_minute,
+            "plugin": component.plugin if component is not None else None,
+            "distribution": record.distribution if record is not None else None,
+            "version": record.version if record is not None else None,
+            "type_registered": component is not None,
+        })
+    return rows
+
+
+async def check_backends(config: Any, host: Any, names: list[str]) -> dict[str, dict[str, Any]]:
+    """Probe each backend; a failure is reported by its error kind, never raised."""
+    import asyncio
+    import time
+
+    from ora_core.engine.backends import BackendPool
+    from ora_core.kernel.errors import BackendError
+
+    pool = BackendPool(config, host)
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        for name in names:
+            start = time.perf_counter()
+            try:
+                backend = pool.get(name)
+                probe = getattr(backend, "check", None)
+                if probe is None:
+                    results[name] = {"reachable": None, "detail": "this backend type has no check()"}
+                    continue
+                async with asyncio.timeout(pool.deadline_s(name)):
+                    info = await probe()
+                results[name] = {"reachable": True, "info": info,
+                                 "latency_s": round(time.perf_counter() - start, 3)}
+            except BackendError as exc:
+                results[name] = {"reachable": False, "error": exc.describe()}
+            except TimeoutError:
+                results[name] = {"reachable": False, "error": {"kind": "timeout", "message": "check() did not "
+                                 f"return within {pool.deadline_s(name):.0f}s"}}
+            except OraError as exc:  # configuration: no plugin for the type, bad options
+                results[name] = {"reachable": False, "error": {"kind": "config", "message": str(exc)}}
+    finally:
+        await pool.aclose()
+    return results
+
+
+def register(app: typer.Typer) -> None:
+    models_app = typer.Typer(help="Configured model backends.", no_args_is_help=True)
+    app.add_typer(models_app, name="models")
+
+    @models_app.command("list")
+    def models_list(
+        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+        check: bool = typer.Option(False, "--check", help="Probe each backend (exit 1 if any is unreachable)."),
+    ) -> None:
+        """Every configured backend: type, model, family, the roles using it, the plugin behind it."""
+        import asyncio
+
+        from ora_core.cli.state import get_config, get_host
+
+        resolved = get_config()
+        config, host = resolved.config, get_host()
+        rows = backend_rows(config, host)
+        if check:
+            checks = asyncio.run(check_backends(config, host, [r["backend"] for r in rows]))
+            for row in rows:
+                row["check"] = checks[row["backend"]]
+        if as_json:
+            typer.echo(json.dumps({"config_hash": resolved.hash, "backends": rows}, indent=2, default=str))
+        else:
+            _print_table(rows, check)
+        if check and any(r["check"]["reachable"] is False for r in rows):
+            raise typer.Exit(1)
+
+
+def _check_cell(check: dict[str, Any]) -> str:
+    if check["reachable"] is None:
+        return "unknown (" + check["detail"] + ")"
+    if check["reachable"]:
+        info = check.get("info") or {}
+        extra = ", ".join(f"{k}={v}" for k, v in info.items() if k in ("chat_format", "threads", "load_s",
+                                                                       "model_listed", "note", "endpoint",
+                                                                       "conversion", "conversion_failed"))
+        return f"reachable ({check['latency_s']}s)" + (f"\n{extra}" if extra else "")
+    error = check["error"]
+    return f"UNREACHABLE: {error.get('kind')}: {error.get('message')}"
+
+
+def _print_table(rows: list[dict[str, Any]], check: bool) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="Ora model backends", show_lines=True)
+    columns = ["backend", "type", "model", "family", "roles", "fallbacks", "plugin"] + (["check"] if check else [])
+    for col in columns:
+        table.add_column(col, overflow="fold")
+    for row in rows:
+        plugin = (f"{row['plugin']} ({row['distribution']} {row['version']})" if row["type_registered"]
+                  else "NOT INSTALLED: no plugin registers this type")
+        cells = [row["backend"], row["type"], row["model"] or "-", row["family"] or "-",
+                 ", ".join(row["roles"]) or "-",
+                 ", ".join(row["fallbacks"]) or "-", plugin]
+        if check:
+            cells.append(_check_cell(row["check"]))
+        table.add_row(*cells)
+    Console(width=max(120, Console().width)).print(table)

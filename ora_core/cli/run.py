@@ -1,0 +1,120 @@
+"""``ora run``: one turn, as a client of the application API (``Ora.stream``).
+
+The typed events of the turn drive the progress lines on stderr; the last one carries the result,
+printed on stdout (or as JSON). Exit codes: 0 ok or degraded, 1 configuration or plugin error,
+2 usage error (an empty prompt, an unknown fault-injection mode), 3 needs_clarification,
+4 halted (the diagnostic is printed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from typing import Any, Optional
+
+import typer
+
+from ora_core.cli.state import EXIT_HALTED, EXIT_NEEDS_CLARIFICATION, EXIT_USAGE, fail, get_config, get_host
+from ora_core.kernel.errors import OraError, UsageError
+
+MARKS = {"OK": "✓", "PASS": "✓", "FAIL": "✗", "BROKEN": "✗", "DEGRADED": "!", "SKIPPED": "-"}
+
+
+def progress_line(event: Any) -> str | None:
+    """One stderr line for a typed turn event, or None for events progress does not show."""
+    if event.type == "step_started":
+        return f"  → {event.step}"
+    if event.type == "step_finished":
+        return (f"  {MARKS.get(event.verdict, '?')} {event.step:<40} {event.verdict:<8} {event.latency_s:7.2f}s"
+                + (f"  attempts={event.attempts}" if event.attempts > 1 else ""))
+    if event.type == "retry":
+        return f"    ↻ {event.step}: {'regenerate, ' if event.regenerate else ''}{event.reason}"
+    if event.type == "fault_injected":
+        return f"    ⚡ injected ({event.mode}) at {event.site}: {event.effect}"
+    if event.type == "contingency" and event.severity in ("degraded", "error"):
+        return f"    ! {event.name}"
+    return None
+
+
+def register(app: typer.Typer) -> None:
+    @app.command()
+    def run(
+        prompt: str = typer.Argument(..., help="The prompt to answer."),
+        as_json: bool = typer.Option(False, "--json", help="Print the result object as JSON."),
+        conversation: Optional[str] = typer.Option(None, "--conversation", help="Conversation id."),
+        mode: Optional[str] = typer.Option(None, "--mode", help="Force a mode (skips pre-routing)."),
+        best_guess: bool = typer.Option(
+            False, "--best-guess", help="Continue on the best candidate mode instead of asking."
+        ),
+        inject: Optional[str] = typer.Option(None, "--inject", help="Fault-injection mode (tests, benches)."),
+        progress: bool = typer.Option(True, "--progress/--no-progress",
+                                      help="Print each step on stderr as it runs."),
+    ) -> None:
+        """Run one turn on the configured pipeline; print the answer, its status and its trace."""
+        from ora_core.engine.app import Ora, check_prompt
+        from ora_core.engine.faults import resolve_injector
+
+        try:
+            check_prompt(prompt)
+        except UsageError as exc:
+            raise fail(str(exc), code=EXIT_USAGE) from None
+        ora = Ora(host=get_host(), config=get_config())
+        if inject:
+            try:
+                resolve_injector(ora.host, inject)
+            except OraError as exc:
+                raise fail(str(exc), code=EXIT_USAGE) from None
+        try:
+            result = asyncio.run(_consume(ora, prompt, progress, conversation_id=conversation, mode=mode,
+                                          best_guess=best_guess, inject=inject))
+        except UsageError as exc:
+            raise fail(str(exc), code=EXIT_USAGE) from None
+        except OraError as exc:
+            raise fail(str(exc)) from None
+        if as_json:
+            typer.echo(result.model_dump_json(indent=2))
+        else:
+            print_result(result)
+        if result.status == "needs_clarification":
+            raise typer.Exit(EXIT_NEEDS_CLARIFICATION)
+        if result.status == "halted":
+            raise typer.Exit(EXIT_HALTED)
+
+
+async def _consume(ora: Any, prompt: str, progress: bool, **options: Any) -> Any:
+    result = None
+    async for event in ora.stream(prompt, **options):
+        if event.type == "turn_finished":
+            result = event.result
+            continue
+        if progress:
+            line = progress_line(event)
+            if line is not None:
+                print(line, file=sys.stderr, flush=True)
+    assert result is not None
+    return result
+
+
+def print_result(result: Any) -> None:
+    if result.status == "needs_clarification":
+        typer.echo(f"Clarification needed: {result.question}")
+    elif result.answer:
+        typer.echo(result.answer)
+    if result.diagnostic:
+        typer.echo("Diagnostic:\n" + json.dumps(result.diagnostic, indent=2), err=True)
+    typer.echo("")
+    typer.echo(f"status: {result.status}   mode: {result.mode or '-'}   gear: {result.gear or '-'}")
+    if result.verdicts:
+        typer.echo("verification: " + ", ".join(f"{step} {v}" for step, v in result.verdicts.items()))
+    if result.contingencies:
+        typer.echo("contingencies: " + ", ".join(dict.fromkeys(result.contingencies)))
+    if result.signals:
+        counts: dict[str, int] = {}
+        for signal in result.signals:
+            key = f"{signal.detector}:{signal.name}"
+            counts[key] = counts.get(key, 0) + 1
+        typer.echo("signals: " + ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items()))
+    if result.tracing_degraded:
+        typer.echo("tracing: degraded (see stderr)")
+    typer.echo(f"trace: {result.trace_path or '(none written)'}")

@@ -1,0 +1,157 @@
+"""``Ora``: the application API. ``ora run`` is one client of it; a server would be another.
+
+    from ora_core.api import Ora
+
+    ora = Ora.open()                       # plugins and configuration, exactly as `ora` loads them
+    result = ora.run("Why did the Roman Empire fall?")
+    print(result.status, result.answer, result.trace_path)
+
+    async for event in ora.stream("Compare PostgreSQL and MySQL for a small web app."):
+        print(event.type, event.step)      # StepStarted, StepFinished, VerdictReached, ...
+        # the last event is TurnFinished, carrying the TurnResult
+
+Overrides given to ``Ora.open`` apply over the configuration file and the environment, as nested
+tables (``trace={"root": "/tmp/traces"}``) or dotted / double-underscore keys
+(``**{"pipeline.best_guess": True}``, ``pipeline__best_guess=True``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from ora_core.engine.events import TurnFinished, from_trace
+from ora_core.engine.runner import Runtime, run_turn_async
+from ora_core.kernel.config import ResolvedConfig, deep_merge, load_config
+from ora_core.kernel.errors import UsageError
+from ora_core.kernel.models import TurnResult
+from ora_core.kernel.plugins import PluginHost
+
+
+def nest_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """``{"trace.root": x, "pipeline__retries": 1, "retrieval": {"k": 2}}`` as nested tables."""
+    nested: dict[str, Any] = {}
+    for key, value in overrides.items():
+        parts = [p for p in key.replace("__", ".").split(".") if p]
+        if not parts:
+            raise UsageError(f"configuration override {key!r} names no field")
+        node: dict[str, Any] = {}
+        leaf = node
+        for part in parts[:-1]:
+            leaf = leaf.setdefault(part, {})
+        leaf[parts[-1]] = value
+        nested = deep_merge(nested, node)
+    return nested
+
+
+def check_prompt(prompt: Any) -> str:
+    """A prompt worth a model call: a non-empty string (refused before anything runs)."""
+    if not isinstance(prompt, str):
+        raise UsageError(f"the prompt must be text, not {type(prompt).__name__}")
+    if not prompt.strip():
+        raise UsageError("the prompt is empty: there is nothing to answer")
+    return prompt
+
+
+class Ora:
+    """Loaded plugins plus a resolved configuration: run turns on them.
+
+    Build one with ``Ora.open()`` (as the CLI does) or, embedding Ora with plugins of your own,
+    ``Ora(host=..., config=...)`` from a ``PluginHost`` and a ``ResolvedConfig``.
+    """
+
+    def __init__(self, *, host: PluginHost, config: ResolvedConfig, stderr: Any = None) -> None:
+        runtime_args: dict[str, Any] = {"host": host, "resolved": config}
+        if stderr is not None:
+            runtime_args["stderr"] = stderr
+        self.runtime = Runtime(**runtime_args)
+
+    @classmethod
+    def open(cls, config: str | Path | None = None, *, host: PluginHost | None = None, stderr: Any = None,
+             **overrides: Any) -> Ora:
+        """Load the plugins (the ``ora`` entry points, failures isolated and recorded) and the
+        configuration (``config``, else ``$ORA_CONFIG``, ``./ora.toml``, the user config dir, over the
+        bundled default), with ``overrides`` applied last. Raises ``ConfigError`` on a malformed one."""
+        if host is None:
+            host = PluginHost()
+            host.load_entrypoints()
+        resolved = load_config(config, overrides=nest_overrides(overrides) if overrides else None)
+        return cls(host=host, config=resolved, stderr=stderr)
+
+    @property
+    def host(self) -> PluginHost:
+        return self.runtime.host
+
+    @property
+    def config(self) -> ResolvedConfig:
+        return self.runtime.resolved
+
+    async def arun(self, prompt: str, *, mode: str | None = None, best_guess: bool | None = None,
+                   inject: str | None = None, conversation_id: str | None = None,
+                   on_event: Callable[[Any], None] | None = None) -> TurnResult:
+        """Run one turn. ``on_event`` sees each typed event (``TurnEvent``) as it happens, from
+        whichever thread emitted it; ``stream`` is the async-iterator form."""
+        check_prompt(prompt)
+        observer = None
+        if on_event is not None:
+            def observer(trace_event: Any) -> None:
+                for event in from_trace(trace_event):
+                    on_event(event)
+        return await run_turn_async(self.runtime, prompt, conversation_id=conversation_id, mode=mode,
+                                    best_guess=best_guess, inject=inject, on_event=observer)
+
+    def run(self, prompt: str, **options: Any) -> TurnResult:
+        """``arun`` on a new event loop (from synchronous code; inside a loop, await ``arun``)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.arun(prompt, **options))
+        raise UsageError("Ora.run was called inside a running event loop: use 'await ora.arun(...)' "
+                         "or 'async for event in ora.stream(...)' there")
+
+    async def stream(self, prompt: str, *, mode: str | None = None, best_guess: bool | None = None,
+                     inject: str | None = None, conversation_id: str | None = None) -> AsyncIterator[Any]:
+        """Yield the turn's typed events as they happen; the last is ``TurnFinished`` (with the result).
+
+        An error that stops the turn from running at all (``UsageError``, ``ConfigError``) is raised
+        from the iteration, after any events already yielded."""
+        check_prompt(prompt)
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        done = object()
+
+        def push(event: Any) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, event)
+
+        async def turn() -> TurnResult:
+            try:
+                return await self.arun(prompt, mode=mode, best_guess=best_guess, inject=inject,
+                                       conversation_id=conversation_id, on_event=push)
+            finally:
+                loop.call_soon_threadsafe(queue.put_nowait, done)
+
+        task = asyncio.ensure_future(turn())
+        try:
+            while True:
+                item = await queue.get()
+                if item is done:
+                    break
+                yield item
+            result = await task
+        finally:
+            if not task.done():
+                task.cancel()
+        # a close thread may still deliver events scheduled before it returned: drain them first
+        while not queue.empty():
+            item = queue.get_nowait()
+            if item is not done:
+                yield item
+        yield TurnFinished(turn_id=result.turn_id, at=_now(), result=result)
+
+
+def _now() -> Any:
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc)

@@ -1,0 +1,247 @@
+"""Step 2, context assembly: every enabled retrieval stream, concurrently, never silently empty.
+
+Streams (``config.retrieval.streams``): concept, conversation, relationship, web (off by
+default). Each stream's retriever is ``config.retrieval.retrievers[stream]`` or the registered
+retriever whose ``stream`` is that stream. Retrievers are synchronous; they run in threads,
+side by side.
+
+Seed 000 §5.1 and failure #4: a retriever that raises (``RetrievalError`` or anything else)
+yields an empty context for its stream *and* a ``rag_failure`` event (stream, query, error
+class and message, time) that the trace writes to ``rag-failures.jsonl``; an empty result
+without an exception must carry an ``empty_diagnosis`` (``index_empty``, ``no_match``,
+``filtered_out``, ``ranker_truncation``), and one that does not is itself a named contingency.
+
+Budget signals 0-6 are computed against the context window of the backend that will read the
+package (role ``direct`` for Gear 1, else ``analyst``); tokens are estimated at 4 characters
+per token. Over budget, the lowest-scored chunks are dropped and named.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from typing import Any
+
+from ora_core.engine import faults
+from ora_core.engine.prompts import ANTI_CONFABULATION_DIRECTIVE, assumptions_block
+from ora_core.kernel.models import (
+    BUDGET_SIGNAL_NAMES,
+    BudgetReport,
+    BudgetSignal,
+    ContextPackage,
+    EmptyDiagnosis,
+    EmptyReason,
+    FaultPoint,
+    RagFailure,
+    Retrieval,
+    RetrievalFilters,
+)
+from ora_core.kernel.modes import STREAMS
+
+STEP = "context-assembly"
+COMPRESSION_WARNING_AT = 0.70  # share of the input budget
+CRITICAL_AT = 1.00
+TRUNCATE_TO = 0.85
+ANALYTICAL_MIN_WINDOW = 4096  # tokens an analytical gear needs to hold guidance + evidence + answer
+PROMPT_SECTIONS = ("DEPTH ANALYSIS GUIDANCE", "BREADTH ANALYSIS GUIDANCE", "OUTPUT FORMAT GUIDANCE")
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(text) / 4)
+
+
+def resolve_retrievers(host: Any, config: Any) -> tuple[dict[str, Any], dict[str, str]]:
+    """``{stream: retriever}`` for the enabled streams, and ``{stream: why missing}``."""
+    enabled = [s for s in STREAMS if getattr(config.retrieval.streams, s, False)]
+    registered = host.components("retriever") if host is not None else {}
+    found: dict[str, Any] = {}
+    missing: dict[str, str] = {}
+    for stream in enabled:
+        wanted = config.retrieval.retrievers.get(stream)
+        if wanted:
+            if wanted in registered:
+                found[stream] = registered[wanted]
+            else:
+                missing[stream] = (f"retrieval.retrievers.{stream} names {wanted!r}, which is not "
+                                   f"registered (registered: {', '.join(sorted(registered)) or 'none'})")
+            continue
+        matching = sorted(n for n, r in registered.items() if getattr(r, "stream", None) == stream)
+        if matching:
+            found[stream] = registered[matching[0]]
+        else:
+            missing[stream] = f"no installed retriever serves the {stream!r} stream"
+    return found, missing
+
+
+def retrieve_stream(retriever: Any, stream: str, query: str, filters: Any, k: int,
+              turn: Any) -> tuple[Retrieval, RagFailure | None]:
+    name = getattr(retriever, "name", type(retriever).__name__)
+    start = time.perf_counter()
+    try:
+        faults.inject(turn, FaultPoint(site="retrieve", step=STEP, purpose="retrieval", stream=stream,
+                                       step_kind="deterministic"))
+        result = retriever.retrieve(query, filters, k, turn)
+        if not isinstance(result, Retrieval):
+            result = Retrieval.model_validate(result)
+    except Exception as exc:  # noqa: BLE001 - named below as a rag_failure, never silent
+        failure = RagFailure(stream=stream, query=query, retriever=name,
+                             error_class=type(exc).__name__, message=str(exc)[:2000])
+        return Retrieval(stream=stream, query=query, retriever=name,
+                         latency_s=time.perf_counter() - start), failure
+    if not result.retriever:
+        result.retriever = name
+    if not result.latency_s:
+        result.latency_s = time.perf_counter() - start
+    return result, None
+
+
+def _budget(runtime: Any, package_text: str, chunks: list[Any], requested_gear: int,
+            missing: list[str], failures: list[RagFailure]) -> tuple[BudgetReport, set[str]]:
+    config = runtime.config
+    role = "direct" if requested_gear <= 1 else "analyst"
+    backend_name = getattr(config.roles, role)
+    settings = config.backends[backend_name]
+    window, reserved = settings.context_window, settings.max_tokens
+    available = max(window - reserved, 1)
+    base = estimate_tokens(package_text)
+    sizes = {c.id: estimate_tokens(c.text) + 16 for c in chunks}  # + provenance line
+    total = base + sum(sizes.values())
+    signals: list[BudgetSignal] = []
+    dropped: set[str] = set()
+    if total / available > CRITICAL_AT:
+        for chunk in sorted(chunks, key=lambda c: (c.provenance.score * c.provenance.weight, c.id)):
+            if total / available <= TRUNCATE_TO:
+                break
+            dropped.add(chunk.id)
+            total -= sizes[chunk.id]
+        signals.append(BudgetSignal(code=2, name=BUDGET_SIGNAL_NAMES[2],
+                                    detail=f"dropped {len(dropped)} lowest-scored chunk(s) to fit "
+                                           f"{available} input tokens"))
+    elif total / available > COMPRESSION_WARNING_AT:
+        signals.append(BudgetSignal(code=1, name=BUDGET_SIGNAL_NAMES[1],
+                                    detail=f"{total}/{available} input tokens used"))
+    if total > available:
+        signals.append(BudgetSignal(code=3, name=BUDGET_SIGNAL_NAMES[3],
+                                    detail=f"guidance and prompt alone need ~{total} tokens; the "
+                                           f"window leaves {available} for input"))
+    if requested_gear >= 2 and window < ANALYTICAL_MIN_WINDOW:
+        signals.append(BudgetSignal(code=4, name=BUDGET_SIGNAL_NAMES[4],
+                                    detail=f"backend {backend_name!r} has a {window}-token window; "
+                                           f"gear {requested_gear} needs {ANALYTICAL_MIN_WINDOW}"))
+    if missing or failures:
+        lost = sorted(set(missing) | {f.stream for f in failures})
+        signals.append(BudgetSignal(code=5, name=BUDGET_SIGNAL_NAMES[5],
+                                    detail=f"assembled without stream(s): {', '.join(lost)}"))
+    if requested_gear >= 4:
+        depth, breadth = config.backends[config.roles.depth], config.backends[config.roles.breadth]
+        if (depth.type, depth.model) == (breadth.type, breadth.model) or (
+                depth.family and depth.family == breadth.family):
+            signals.append(BudgetSignal(code=6, name=BUDGET_SIGNAL_NAMES[6],
+                                        detail=f"depth and breadth resolve to the same model family "
+                                               f"({depth.family or depth.model}); gear 4 cannot spawn "
+                                               "cross-family analysts"))
+    if not signals:
+        signals.append(BudgetSignal(code=0, name=BUDGET_SIGNAL_NAMES[0]))
+    report = BudgetReport(target_role=role, target_backend=backend_name, context_window=window,
+                          reserved_output_tokens=reserved, estimated_input_tokens=total,
+                          utilization=round(total / available, 4), level=max(s.code for s in signals),
+                          signals=signals, truncated_chunks=sorted(dropped))
+    return report, dropped
+
+
+async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: str,
+                           inferred_items: list[str], requested_gear: int) -> ContextPackage:
+    config = runtime.config
+    query = cleaned_prompt  # Phase A's assumptions stay out of the query (seed 000, #10)
+    mode_name = mode.name if mode is not None else "(none)"
+    with turn.step(STEP, query=query, mode=mode_name, requested_gear=requested_gear) as step:
+        retrievers, missing = resolve_retrievers(turn.host, config)
+        for stream, why in missing.items():
+            step.contingency(f"context-{stream}-no-retriever", why, severity="warning", stream=stream)
+        filters = {s: (mode.retrieval.filters_for(s) if mode is not None else None) for s in retrievers}
+        jobs = [asyncio.to_thread(retrieve_stream, r, s, query, filters[s] or RetrievalFilters(),
+                                  config.retrieval.k, turn)
+                for s, r in retrievers.items()]
+        outcomes = await asyncio.gather(*jobs)
+        retrievals: dict[str, Retrieval] = {}
+        failures: list[RagFailure] = []
+        for retrieval, failure in outcomes:
+            stream = retrieval.stream
+            retrievals[stream] = retrieval
+            if failure is not None:
+                failures.append(failure)
+                turn.emit("rag_failure", step=STEP, **failure.model_dump(mode="json"))
+                step.contingency(f"context-{stream}-rag-failure-empty-context",
+                                 f"{failure.retriever}: {failure.error_class}: {failure.message}",
+                                 severity="degraded", stream=stream)
+                continue
+            if not retrieval.chunks and retrieval.empty_diagnosis is None:
+                step.contingency(f"context-{stream}-empty-undiagnosed",
+                                 f"retriever {retrieval.retriever!r} returned nothing and no "
+                                 "empty_diagnosis", severity="warning", stream=stream)
+            turn.emit("retrieval", step=STEP, stream=stream, retriever=retrieval.retriever,
+                      query=query, chunks=len(retrieval.chunks), latency_s=retrieval.latency_s,
+                      empty_diagnosis=(retrieval.empty_diagnosis.model_dump(mode="json")
+                                       if retrieval.empty_diagnosis else None))
+        sections = {s: mode.section(s) for s in PROMPT_SECTIONS} if mode is not None else {}
+        package_text = "\n".join([ANTI_CONFABULATION_DIRECTIVE, assumptions_block(inferred_items),
+                                  cleaned_prompt, *sections.values()])
+        chunks = [c for r in retrievals.values() for c in r.chunks]
+        budget, dropped = _budget(runtime, package_text, chunks, requested_gear,
+                                  sorted(missing), failures)
+        if dropped:
+            for retrieval in retrievals.values():
+                before = len(retrieval.chunks)
+                retrieval.chunks = [c for c in retrieval.chunks if c.id not in dropped]
+                if before and not retrieval.chunks:  # emptied here: say so, never a bare empty stream
+                    retrieval.empty_diagnosis = EmptyDiagnosis(
+                        empty_reason=EmptyReason.ranker_truncation, raw_chunks_returned=before,
+                        filtered_chunks_returned=before,
+                        filters_applied={"context_budget_tokens": budget.context_window
+                                         - budget.reserved_output_tokens},
+                        detail=f"the context budget (signal 2, critical truncation) dropped all {before} "
+                               f"chunk(s) of this stream: they scored lowest")
+        for signal in budget.signals:
+            if signal.code >= 1:
+                step.contingency(f"context-budget-signal-{signal.code}-{signal.name}", signal.detail,
+                                 severity="degraded" if signal.code in (2, 3) else "info")
+        package = ContextPackage(mode=mode_name, requested_gear=requested_gear,
+                                 mode_sections=sections, cleaned_prompt=cleaned_prompt,
+                                 inferred_items=list(inferred_items), retrievals=retrievals,
+                                 rag_failures=failures, missing_streams=sorted(missing), budget=budget)
+        step.output.update(package.model_dump(mode="json"))
+        step.output["empty_diagnosis"] = {
+            s: (r.empty_diagnosis.model_dump(mode="json") if r.empty_diagnosis else None)
+            for s, r in retrievals.items() if not r.chunks
+        }
+        if failures or missing:
+            step.health.verdict = "DEGRADED"
+            step.health.degraded = True
+    turn.data["context"] = package
+    return package
+
+
+def render_evidence(package: ContextPackage) -> str:
+    """The evidence block of an analytical prompt: chunks with provenance, and named gaps."""
+    lines = ["## EVIDENCE PACKAGE"]
+    for stream, retrieval in package.retrievals.items():
+        if retrieval.chunks:
+            for chunk in retrieval.chunks:
+                p = chunk.provenance
+                lines.append(f"[{stream} | {p.collection} | {p.source}"
+                             + (f" § {p.heading}" if p.heading else "") + f" | score {p.score:.2f}]")
+                lines.append(chunk.text.strip())
+        elif any(f.stream == stream for f in package.rag_failures):
+            lines.append(f"[{stream}] retrieval FAILED: this stream's evidence is missing, not empty.")
+        elif retrieval.empty_diagnosis is not None:
+            lines.append(f"[{stream}] nothing retrieved ({retrieval.empty_diagnosis.empty_reason.value}).")
+        else:
+            lines.append(f"[{stream}] nothing retrieved.")
+    for stream in package.missing_streams:
+        lines.append(f"[{stream}] no retriever installed: this stream was not searched.")
+    if len(lines) == 1:
+        lines.append("(no retrieval streams enabled)")
+    lines.append("Use only this evidence for specific facts. Where it is silent, write "
+                 "'COVERAGE GAP:' and name what is missing instead of supplying it from memory.")
+    return "\n".join(lines)

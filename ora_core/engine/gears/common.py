@@ -1,0 +1,222 @@
+"""What gears 2-4 share: the gear context, role routing, verification cycles, the final gate.
+
+``GearContext`` is the state of one analytical turn: the context package, the mode, the
+supplement results fetched so far, the verdicts, and the pool the steps call through.
+``RoutedPool`` lets a gear move a role onto another configured backend for this turn only
+(the breadth slot's diversity substitution, the Gear 3 fallback's healthier endpoint) while
+the role ledger, fallback chains and token budgets stay the kernel's (``call_role``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from ora_core.engine import supplement
+from ora_core.engine.context import render_evidence
+from ora_core.engine.gears import prompts
+from ora_core.engine.reliability import StepHalted, run_model_step, summary
+from ora_core.engine.verification import verify
+from ora_core.kernel.models import ContextPackage, EvidencePackage, Retrieval, TurnResult, VerdictStatus
+
+T = TypeVar("T")
+
+
+class RoutedPool:
+    """A ``BackendPool`` view whose ``planned(role)`` honours per-turn role overrides."""
+
+    def __init__(self, pool: Any, overrides: dict[str, str]) -> None:
+        self._pool = pool
+        self.overrides = overrides
+
+    def planned(self, role: str) -> tuple[str, Any]:
+        name = self.overrides.get(role) or getattr(self._pool.config.roles, role)
+        return name, self._pool.settings(name)
+
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._pool, attr)
+
+
+@dataclass
+class GearContext:
+    runtime: Any
+    turn: Any
+    mode: Any  # ora_core.kernel.modes.Mode, or None
+    package: ContextPackage
+    gear: int
+    overrides: dict[str, str] = field(default_factory=dict)
+    supplements: list[Retrieval] = field(default_factory=list)
+    verdicts: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    pool: Any = None
+
+    def __post_init__(self) -> None:
+        if self.pool is None:
+            self.pool = RoutedPool(self.runtime.pool, self.overrides)
+
+    def section(self, name: str) -> str:
+        text = self.package.mode_sections.get(name, "")
+        if not text.strip() and self.mode is not None:
+            text = self.mode.section(name)
+        return text.strip()
+
+    def backend_for(self, role: str) -> str:
+        return self.overrides.get(role) or getattr(self.runtime.config.roles, role)
+
+    def add_supplements(self, retrievals: list[Retrieval]) -> None:
+        self.supplements.extend(retrievals)
+
+    def evidence(self) -> EvidencePackage:
+        chunks = self.package.chunks() + [c for r in self.supplements for c in r.chunks]
+        return EvidencePackage(chunks=chunks, context=self.package, supplements=list(self.supplements),
+                               prompt=self.package.cleaned_prompt)
+
+    def evidence_block(self) -> str:
+        """The evidence every analytical step of the turn shares: the package's chunks with
+        provenance, named gaps, and what supplements fetched so far."""
+        return render_evidence(self.package) + self.supplement_block()
+
+    def supplement_block(self) -> str:
+        chunks = [(r.stream, c) for r in self.supplements for c in r.chunks]
+        if not chunks:
+            return ""
+        lines = ["\n\n## SUPPLEMENTAL EVIDENCE (fetched by earlier steps of this turn)"]
+        for stream, chunk in chunks:
+            lines.append(f"[{stream} | {chunk.provenance.collection} | {chunk.provenance.source}]")
+            lines.append(chunk.text.strip())
+        return "\n".join(lines)
+
+
+async def together(*jobs: Awaitable[T]) -> list[T]:
+    """Run steps concurrently; a halt (or any crash) in one is raised after all have ended."""
+    results = await asyncio.gather(*jobs, return_exceptions=True)
+    for result in results:
+        if isinstance(result, StepHalted):
+            raise result
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
+    return list(results)  # type: ignore[arg-type]
+
+
+def oversight(gc: GearContext, step: str, reason: str, verdict: Any, answer: str) -> None:
+    gc.turn.emit("oversight", step=step, reason=reason, mode=gc.package.mode, gear=gc.gear,
+                 verdict=verdict.status.value if verdict is not None else None,
+                 reasons=list(verdict.reasons) if verdict is not None else [],
+                 answer_preview=summary(answer, 300))
+
+
+async def verify_cycles(gc: GearContext, *, prefix: str, slot: str, text: str, revision_role: str,
+                        which: str = "verifier") -> tuple[str, Any]:
+    """Verify; FAIL re-revises ``text`` and verifies again, at most ``verification_cycles``
+    verifications. PASS and BROKEN both end the loop; BROKEN is recorded, never PASS."""
+    cycles = gc.runtime.config.pipeline.verification_cycles
+    part = f"-{slot}" if slot else ""
+    verdict = None
+    for cycle in range(1, cycles + 1):
+        step = f"{prefix}-cycle{cycle}{part}-verify"
+        verdict = await verify(gc, step=step, subject=text, which=which, slot=slot, cycle=cycle,  # type: ignore[arg-type]
+                               broken_contingency=f"{prefix}-cycle{cycle}{part}-verifier-BROKEN-not-verified")
+        if verdict.status is not VerdictStatus.FAIL:
+            return text, verdict
+        if cycle == cycles:
+            gc.turn.contingency(f"{prefix}-cycle{cycle}{part}-FAIL-cap-reached-not-verified", step,
+                                f"still FAIL after {cycles} verification cycle(s): "
+                                + "; ".join(verdict.reasons)[:400], severity="degraded")
+            return text, verdict
+        spec = prompts.re_revision_spec(gc, f"{prefix}-cycle{cycle}{part}-re-revision", slot, revision_role,
+                                        text, verdict, cycle)
+        revised = await run_model_step(gc, spec)
+        if revised.degraded or not revised.text.strip():
+            gc.turn.contingency(f"{spec.name}-degraded-kept-previous", spec.name,
+                                f"the re-revision degraded ({revised.degraded_reason}); the previous text "
+                                "stands, unverified", severity="degraded")
+            return text, verdict
+        text = revised.text
+    return text, verdict
+
+
+def warning_header(verdict: Any, corrections: int) -> str:
+    if verdict.status is VerdictStatus.BROKEN:
+        reason = (verdict.reasons[0] if verdict.reasons else "no reason given")[:160]
+        return (f"[warning: not verified — the verifier was BROKEN ({reason}); "
+                "this answer is queued for human oversight]")
+    return (f"[warning: verification FAILED after {corrections} corrective revision(s) — this answer is "
+            "not verified; it is queued for human oversight]")
+
+
+async def final_gate(gc: GearContext, text: str, *, step: str, correction_role: str, which: str = "final_verifier",
+                     prefix: str = "") -> tuple[str, Any]:
+    """Seed 001 step 8: verify; FAIL -> one corrective revision -> verify; still FAIL (or BROKEN)
+    -> a one-line warning header and an oversight event."""
+    verdict = await verify(gc, step=step, subject=text, which=which,  # type: ignore[arg-type]
+                           broken_contingency=f"{step}-verifier-BROKEN-not-verified")
+    corrections = 0
+    if verdict.status is VerdictStatus.FAIL:
+        spec = prompts.corrective_spec(gc, f"{prefix or step}-corrective-revision", correction_role, text, verdict)
+        corrected = await run_model_step(gc, spec)
+        corrections = 1
+        if corrected.degraded or not corrected.text.strip():
+            gc.turn.contingency(f"{spec.name}-degraded-kept-previous", spec.name,
+                                f"the corrective revision degraded ({corrected.degraded_reason})",
+                                severity="degraded")
+        else:
+            text = corrected.text
+            verdict = await verify(gc, step=f"{step}-after-correction", subject=text, which=which,  # type: ignore[arg-type]
+                                   broken_contingency=f"{step}-after-correction-verifier-BROKEN-not-verified")
+    if verdict.status is VerdictStatus.PASS:
+        return text, verdict
+    reason = "verifier-broken" if verdict.status is VerdictStatus.BROKEN else "final-verification-failed"
+    if verdict.status is VerdictStatus.FAIL:
+        gc.turn.contingency(f"{step}-FAIL-after-correction-shipped-with-warning", step,
+                            "; ".join(verdict.reasons)[:400], severity="degraded")
+    header = warning_header(verdict, corrections)
+    gc.warnings.append(header)
+    oversight(gc, step, reason, verdict, text)
+    return header + "\n" + text, verdict
+
+
+def finish(gc: GearContext, answer: str, *, gear: int) -> TurnResult:
+    """The shipped answer through the ``final_output`` detectors, in a ``final-output`` step."""
+    turn = gc.turn
+    with turn.step("final-output", gear=gear, mode=gc.package.mode) as step:
+        signals = turn.detect("final_output", answer, step="final-output")
+        always = supplement.assess_turn(turn)  # the turn-level pattern of seed 000 §5.3
+        if always is not None:
+            step.health.noncompliance["always-requester"] = always["requesting_steps"]
+            step.output["always_requester"] = always
+            step.contingency("turn-always-requester",
+                             f"supplement protocol non-compliance: always-requester ({always['requesting_steps']} "
+                             f"of {always['steps']} protocol steps asked for a supplement; "
+                             f"{always['unneeded']} request(s) for terms the package already had)",
+                             severity="warning", pattern="always-requester", **always)
+        step.output.update(answer=answer, verdicts=dict(gc.verdicts), warnings=list(gc.warnings),
+                           signals=[s.model_dump(mode="json") for s in signals])
+    degraded = any(h.degraded for h in turn.health.values())
+    return TurnResult(status="degraded" if degraded else "ok", answer=answer, mode=gc.package.mode, gear=gear,
+                      verdicts=dict(gc.verdicts))
+
+
+def ship_after_cycles(gc: GearContext, text: str, verdict: Any, step: str) -> str:
+    """Gears 2-3: the verification cycles are the last gate; FAIL at the cap or BROKEN ship
+    with a one-line warning header and an oversight event."""
+    if verdict is None or verdict.status is VerdictStatus.PASS:
+        return text
+    cycles = gc.runtime.config.pipeline.verification_cycles
+    header = warning_header(verdict, cycles - 1)
+    gc.warnings.append(header)
+    oversight(gc, step, "verifier-broken" if verdict.status is VerdictStatus.BROKEN else "verification-failed",
+              verdict, text)
+    return header + "\n" + text
+
+
+def halted(gc: GearContext, outcome: Any, why: str) -> TurnResult:
+    """No usable output is left (every model that could answer failed): halt with the diagnostic."""
+    gc.turn.contingency(f"{outcome.step}-no-output-halted", outcome.step, why, severity="error")
+    diagnostic = {"step": outcome.step, "final_failure": why, "error": outcome.error,
+                  "degraded_reason": outcome.degraded_reason, "mode": gc.package.mode, "gear": gc.gear,
+                  "attempts": [a.model_dump(mode="json", exclude={"text"}) for a in outcome.attempts]}
+    return TurnResult(status="halted", mode=gc.package.mode, gear=gc.gear, diagnostic=diagnostic,
+                      verdicts=dict(gc.verdicts))

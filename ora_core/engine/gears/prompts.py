@@ -1,0 +1,240 @@
+"""The tasks and packages of the analytical gears' steps, and how their outputs are read.
+
+Each step is a bounded call assembled here: the analysts never see the evaluator's
+instructions, the evaluator never sees the consolidator's (seed 001). Every system prompt is
+built by ``ora_core.engine.prompts`` (the anti-confabulation directive and Phase A's assumptions come
+from there); the reliability layer adds the confidence line, quotation and Supplemental RAG
+protocol instructions.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ora_core.engine.reliability import StepSpec
+
+#: The universal seven-section evaluation contract of Step 4 (seed 001).
+EVALUATION_SECTIONS: tuple[str, ...] = (
+    "UNSUPPORTED CLAIMS",
+    "SKIPPED INFERENTIAL STEPS",
+    "MISPLACED CONFIDENCE",
+    "CONFABULATED SPECIFICS",
+    "MISSING CONSIDERATIONS",
+    "CRITERIA CHECK",
+    "REQUIRED CHANGES",
+)
+_EVALUATION_HELP = {
+    "UNSUPPORTED CLAIMS": "claims the evidence package does not support",
+    "SKIPPED INFERENTIAL STEPS": "places where the reasoning jumps to a conclusion that does not follow",
+    "MISPLACED CONFIDENCE": "certainty the evidence does not warrant",
+    "CONFABULATED SPECIFICS": "names, dates, figures or quotations absent from the evidence",
+    "MISSING CONSIDERATIONS": "stakeholders, alternatives or boundary conditions left out",
+    "CRITERIA CHECK": "each of the mode's evaluation criteria: met or not, and where",
+    "REQUIRED CHANGES": "numbered, each one specific and actionable",
+}
+EVALUATION_CONTRACT = "Answer under exactly these seven headings, in this order (write 'None found.' " \
+    "under a heading with nothing to report):\n" + "\n".join(
+        f"## {i}. {name}\n<{_EVALUATION_HELP[name]}>" for i, name in enumerate(EVALUATION_SECTIONS, 1))
+
+ACCEPTED = "CRITICISMS ACCEPTED"
+REJECTED = "CRITICISMS REJECTED"
+REVISION_RECORD = f"""\
+After the revised analysis, record how you handled each criticism:
+## {ACCEPTED}
+- <criticism> — <what changed>
+## {REJECTED}
+- <criticism> — <why it does not hold>"""
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(?:\d+\.\s*)?(?P<title>[^\n#]+?)\s*#*\s*$", re.MULTILINE)
+
+
+def _guidance(gc: Any, *names: str) -> str:
+    parts = []
+    for name in names:
+        text = gc.section(name)
+        if text:
+            parts.append(f"## {name} ({gc.package.mode} mode)\n{text}")
+    return "\n\n".join(parts)
+
+
+def _task(head: str, gc: Any, *sections: str, tail: str = "") -> str:
+    return "\n\n".join(p for p in (head, _guidance(gc, *sections), tail) if p)
+
+
+def request_block(gc: Any) -> str:
+    return f"## THE USER'S REQUEST (cleaned by Phase A)\n{gc.package.cleaned_prompt}"
+
+
+def evidence_block(gc: Any) -> str:
+    return gc.evidence_block()
+
+
+def _spec(gc: Any, **fields: Any) -> StepSpec:
+    """An analytical step: its own package plus the turn's shared evidence."""
+    return StepSpec(evidence=evidence_block(gc), **fields)
+
+
+def package(gc: Any, *parts: str) -> str:
+    """A step's own package (the user message): its inputs, then the request. The evidence
+    goes separately (``StepSpec.evidence``, from ``evidence_block``) into the system message."""
+    return "\n\n".join(p for p in (*parts, request_block(gc)) if p)
+
+
+# --- analysts ---------------------------------------------------------------------------------------
+
+def analyst_spec(gc: Any, *, name: str, role: str, kind: str, primary: bool, stream: str = "") -> StepSpec:
+    """``kind``: depth | breadth (independent analysts) | single (gear 2, both guidances)."""
+    if kind == "single":
+        head = (f"ROLE: ANALYST (gear {gc.gear}). Answer the user's request from the evidence package: "
+                "central question first, then the considerations a careful reader would raise.")
+        sections = ("DEPTH ANALYSIS GUIDANCE", "BREADTH ANALYSIS GUIDANCE", "OUTPUT FORMAT GUIDANCE")
+    else:
+        label = kind.upper()
+        head = (f"ROLE: {label} ANALYST (gear {gc.gear}). Work the user's request from the evidence package, "
+                "on your own: commit to your analysis; another model analyses the same request "
+                "independently and will critique yours.")
+        sections = (f"{label} ANALYSIS GUIDANCE",)
+    return _spec(gc, name=name, role=role, purpose="analyst", prompt_key=f"gear{gc.gear}.{kind}-analyst",
+                    task=_task(head, gc, *sections), package=package(gc), stream=stream, primary=primary,
+                    inputs={"analyst": kind})
+
+
+def breadth_review_spec(gc: Any, *, name: str, role: str, depth_text: str) -> StepSpec:
+    head = ("ROLE: BREADTH REVIEWER (gear 3, sequential). A depth analyst wrote the analysis below. "
+            "Review it for breadth and soundness, then write the complete improved analysis (not a "
+            "critique): keep what the evidence supports, correct what it does not, add what is missing.")
+    return _spec(gc, name=name, role=role, purpose="reviser", prompt_key="gear3.breadth-review",
+                    task=_task(head, gc, "BREADTH ANALYSIS GUIDANCE", "EVALUATION CRITERIA",
+                               "OUTPUT FORMAT GUIDANCE"),
+                    package=package(gc, f"## DEPTH ANALYSIS UNDER REVIEW\n{depth_text}"), stream="breadth")
+
+
+# --- cross-evaluation --------------------------------------------------------------------------------
+
+def evaluator_spec(gc: Any, *, name: str, role: str, target: str, text: str) -> StepSpec:
+    head = (f"ROLE: EVALUATOR (gear 4, step 4) — critiquing the {target.upper()} analysis, written by "
+            "another model. Find what is wrong with it: unsupported claims, skipped inferential steps, "
+            "confidence the evidence does not warrant. Do not summarise it, do not refine it, do not "
+            "rewrite it.")
+    return _spec(gc, name=name, role=role, purpose="evaluator", prompt_key=f"gear4.evaluate-{target}",
+                    task=_task(head, gc, "EVALUATION CRITERIA", tail=EVALUATION_CONTRACT),
+                    package=package(gc, f"## {target.upper()} ANALYSIS UNDER REVIEW\n{text}"), stream=target,
+                    postprocess=_check_contract)
+
+
+def present_sections(text: str) -> list[str]:
+    titles = {m.group("title").strip().upper() for m in _HEADING.finditer(text)}
+    return [s for s in EVALUATION_SECTIONS if any(s in t for t in titles)]
+
+
+def _check_contract(text: str, step: Any) -> str:
+    present = present_sections(text)
+    missing = [s for s in EVALUATION_SECTIONS if s not in present]
+    step.output["contract_sections_present"] = present
+    step.output["contract_sections_missing"] = missing
+    if missing:
+        step.contingency(f"{step.name}-evaluation-contract-incomplete",
+                         f"{len(missing)} of 7 contract section(s) missing: {', '.join(missing)}",
+                         severity="warning", missing=missing)
+    return text
+
+
+# --- revisers ------------------------------------------------------------------------------------------
+
+def reviser_spec(gc: Any, *, name: str, role: str, slot: str, own: str, critique: str, critic: str) -> StepSpec:
+    head = (f"ROLE: REVISER (gear 4, step 5) — the {slot.upper()} stream. Revise YOUR analysis in light of "
+            "the critique it received. Some criticisms are right and the analysis changes; some are "
+            "off-target and it stands. Output the full revised analysis.")
+    return _spec(gc, name=name, role=role, purpose="reviser", prompt_key=f"gear4.revise-{slot}",
+                    task=_task(head, gc, "REVISION GUIDANCE", "OUTPUT FORMAT GUIDANCE", tail=REVISION_RECORD),
+                    package=package(gc, f"## YOUR ANALYSIS ({slot} stream)\n{own}",
+                                    f"## CRITIQUE RECEIVED (from the {critic} model)\n{critique}"),
+                    stream=slot, postprocess=_record_revision)
+
+
+def _findings(verdict: Any) -> str:
+    """What a reviser is told a failed verification found: the reasons, the unsupported claims
+    the reasons do not already quote, and the verifier's report when its prose is the finding
+    (a model verifier, or a verifier that gave neither reasons nor claims). A non-LLM verifier's
+    full report (every claim, supported ones too, with its best evidence) stays in the trace:
+    repeating it cost a small local model ~700 prompt tokens per re-revision."""
+    lines = [f"- {r}" for r in verdict.reasons] or ["- (no reasons given)"]
+    said = "\n".join(verdict.reasons)
+    claims = [c for c in verdict.unsupported_claims if c[:160] not in said]
+    if claims:
+        lines += ["Unsupported claims:", *(f"- {c}" for c in claims)]
+    prose = verdict.verifier == "model" or not (verdict.reasons or verdict.unsupported_claims)
+    if prose and verdict.raw_output.strip():
+        raw = verdict.raw_output.strip()
+        lines += ["Verifier report:", "```", raw if len(raw) <= 3000 else raw[:3000] + "…", "```"]
+    return "\n".join(lines)
+
+
+def re_revision_spec(gc: Any, name: str, slot: str, role: str, text: str, verdict: Any, cycle: int) -> StepSpec:
+    who = f"the {slot.upper()} stream" if slot else "the analysis"
+    head = (f"ROLE: RE-REVISER (verification cycle {cycle} FAILED) — {who}. A verifier failed the analysis "
+            "below against the verification criteria. Fix what it found; keep what holds. Output the "
+            "full revised analysis.")
+    return _spec(gc, name=name, role=role, purpose="reviser", prompt_key=f"gear{gc.gear}.re-revise",
+                    task=_task(head, gc, "VERIFICATION CRITERIA", "REVISION GUIDANCE", tail=REVISION_RECORD),
+                    package=package(gc, f"## ANALYSIS THAT FAILED VERIFICATION\n{text}",
+                                    f"## VERIFIER FINDINGS (cycle {cycle}: FAIL, verifier {verdict.verifier})\n"
+                                    + _findings(verdict)),
+                    stream=slot, postprocess=_record_revision)
+
+
+def _section_items(text: str, title: str) -> tuple[list[str], tuple[int, int] | None]:
+    heads = list(_HEADING.finditer(text))
+    for i, head in enumerate(heads):
+        if title in head.group("title").upper():
+            end = heads[i + 1].start() if i + 1 < len(heads) else len(text)
+            body = text[head.end():end]
+            items = [ln.strip().lstrip("-*•").strip() for ln in body.splitlines() if ln.strip()]
+            return [i for i in items if i], (head.start(), end)
+    return [], None
+
+
+def split_revision(gc: Any, step_name: str, text: str) -> str:
+    """The revised analysis without its accepted/rejected record (already in the step output)."""
+    spans = [s for s in (_section_items(text, ACCEPTED)[1], _section_items(text, REJECTED)[1]) if s]
+    for start, end in sorted(spans, reverse=True):
+        text = text[:start] + text[end:]
+    return text.strip()
+
+
+def _record_revision(text: str, step: Any) -> str:
+    accepted, a_span = _section_items(text, ACCEPTED)
+    rejected, r_span = _section_items(text, REJECTED)
+    step.output["criticisms_accepted"] = accepted
+    step.output["criticisms_rejected"] = rejected
+    if a_span is None and r_span is None:
+        step.contingency(f"{step.name}-revision-record-missing",
+                         "the reviser did not record which criticisms it accepted and rejected",
+                         severity="warning")
+        return text
+    revised = split_revision(None, step.name, text)
+    return revised or text
+
+
+# --- consolidation and the final gate -------------------------------------------------------------------
+
+def consolidator_spec(gc: Any, *, name: str, streams: dict[str, tuple[str, str]]) -> StepSpec:
+    head = ("ROLE: CONSOLIDATOR (gear 4, step 7). Merge the analyses below into one irreducible answer: a "
+            "synthesis that resolves their overlap and keeps their genuine disagreements visible, not a "
+            "concatenation.")
+    parts = [f"## {slot.upper()} ANALYSIS (verification: {status})\n{text}" for slot, (text, status) in streams.items()]
+    return _spec(gc, name=name, role="consolidator", purpose="consolidator", prompt_key="gear4.consolidate",
+                    task=_task(head, gc, "CONSOLIDATION GUIDANCE", "OUTPUT FORMAT GUIDANCE"),
+                    package=package(gc, *parts))
+
+
+def corrective_spec(gc: Any, name: str, role: str, text: str, verdict: Any) -> StepSpec:
+    head = ("ROLE: CORRECTIVE REVISER (final verification FAILED). Correct the answer below so that it "
+            "passes: fix exactly what the verifier found, change nothing else, and name as a COVERAGE GAP "
+            "whatever the evidence cannot support. Output the full corrected answer.")
+    return _spec(gc, name=name, role=role, purpose="consolidator" if role == "consolidator" else "reviser",
+                    prompt_key=f"gear{gc.gear}.corrective-revision",
+                    task=_task(head, gc, "VERIFICATION CRITERIA", "OUTPUT FORMAT GUIDANCE"),
+                    package=package(gc, f"## ANSWER THAT FAILED FINAL VERIFICATION\n{text}",
+                                    f"## VERIFIER FINDINGS ({verdict.verifier})\n" + _findings(verdict)))

@@ -1,0 +1,86 @@
+"""System prompts: the one place every model call's system prompt is built.
+
+The universal anti-confabulation directive (seed 000, failure #5) and, when Phase A inferred
+anything, the PHASE A ASSUMPTIONS block (failure #10) are added here and nowhere else, so no
+call can be made without them (``ora_core.engine.backends.call_role`` only accepts messages built here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ora_core.kernel.models import Message
+
+ANTI_CONFABULATION_DIRECTIVE = """\
+## UNIVERSAL ANTI-CONFABULATION DIRECTIVE
+Never invent specific facts you cannot verify from the material in front of you. The high-risk
+class is names, dates, times, numbers and statistics, quotations, citations, URLs and the state
+of any system (including the current date and time, which you do not know). When the material
+does not contain what you need, say so plainly: name the gap. The honest "I don't know" beats
+the confident wrong answer."""
+
+DIRECTIVE_MARKER = "## UNIVERSAL ANTI-CONFABULATION DIRECTIVE"
+ASSUMPTIONS_HEADER = "## PHASE A ASSUMPTIONS (NOT USER-STATED FACTS)"
+
+
+def assumptions_block(inferred_items: Sequence[str]) -> str:
+    items = [i.strip() for i in inferred_items if i and i.strip()]
+    if not items:
+        return ""
+    lines = [
+        ASSUMPTIONS_HEADER,
+        "Phase A inferred these; the user did not state them. Treat each as a working assumption,",
+        "and name it explicitly wherever your answer depends on it so the user can correct it.",
+    ]
+    lines += [f"- {item}" for item in items]
+    return "\n".join(lines)
+
+
+def system_prompt(task: str = "", *, inferred_items: Sequence[str] = (), extra: str = "",
+                  context: str = "") -> str:
+    """The directive, Phase A's assumptions, then ``context``, ``extra`` and ``task``.
+
+    The order runs from what every call of a turn shares to what only this call has: the
+    directive and the assumptions are the same for the whole turn, ``context`` (the evidence
+    package) for every analytical step, ``extra`` (the protocol instructions) for every step of
+    one kind, ``task`` (the role) for this step alone. A backend that caches a prompt prefix
+    (llama.cpp's KV cache in-process, hosted prompt caching) then re-reads only the tail when
+    the next step of the turn comes: a re-revision does not pay again for the evidence.
+    """
+    parts = [ANTI_CONFABULATION_DIRECTIVE]
+    block = assumptions_block(inferred_items)
+    if block:
+        parts.append(block)
+    for part in (context, extra, task):
+        if part.strip():
+            parts.append(part.strip())
+    return "\n\n".join(parts)
+
+
+def build_messages(task: str, user: str, *, inferred_items: Sequence[str] = (),
+                   extra_system: str = "", context: str = "") -> list[Message]:
+    """A system message (directive first, then ``context``, ``extra_system`` and ``task``: see
+    ``system_prompt``) and one user message."""
+    return [
+        Message(role="system",
+                content=system_prompt(task, inferred_items=inferred_items, extra=extra_system,
+                                      context=context)),
+        Message(role="user", content=user),
+    ]
+
+
+def carries_directive(messages: Sequence[Message]) -> bool:
+    return bool(messages) and messages[0].role == "system" and DIRECTIVE_MARKER in messages[0].content
+
+
+def turn_inferred_items(turn: object) -> list[str]:
+    """Phase A's inferred items for this turn (``turn.data["phase_a"]``), or none."""
+    phase_a = getattr(turn, "data", {}).get("phase_a")
+    return list(getattr(phase_a, "inferred_items", None) or [])
+
+
+def build_turn_messages(turn: object, task: str, user: str, *, extra_system: str = "",
+                        context: str = "") -> list[Message]:
+    """``build_messages`` for a step of a turn: Phase A's assumptions are always carried."""
+    return build_messages(task, user, inferred_items=turn_inferred_items(turn), extra_system=extra_system,
+                          context=context)

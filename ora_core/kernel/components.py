@@ -1,0 +1,139 @@
+"""The shapes of the five extension kinds, as typing Protocols.
+
+Plugins do not subclass anything: they register objects that have these attributes and
+methods. The kernel checks the shape when the object is registered and refuses, with a message
+naming the component, anything that does not fit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from ora_core.kernel.models import (
+    Completion,
+    CompletionParams,
+    FaultPoint,
+    Message,
+    Retrieval,
+    RetrievalFilters,
+    Signal,
+    TraceEvent,
+    TurnInfo,
+    Verdict,
+)
+
+KINDS: tuple[str, ...] = ("detector", "backend", "retriever", "verifier", "trace_sink", "mode_pack",
+                          "fault_injector", "embedder")
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """Finds signals in text of one layer.
+
+    ``layer`` names the layer it reads (see ``ora_core.kernel.layers``); ``assumes`` the properties of
+    that layer's text it relies on; ``kind`` what it detects (``bypass``, ``mode_signal``,
+    ``unhealthy``, ``broken``, ``supplement_request``, ``specifics`` ...).
+    """
+
+    name: str
+    kind: str
+    layer: str
+    assumes: frozenset[str]
+
+    def detect(self, text: str, ctx: Any) -> list[Signal]: ...
+
+
+@runtime_checkable
+class ModelBackend(Protocol):
+    """A configured, ready-to-call model endpoint. Failures raise ``BackendError`` subclasses.
+
+    Optional methods the kernel uses when present: ``stream(messages, params)`` (an async
+    iterator of text deltas), ``async check() -> dict`` (a cheap reachability probe for
+    ``ora models list --check``; raises ``BackendError`` when unreachable) and ``async aclose()``.
+    """
+
+    provider: str
+    model: str
+    family: str
+
+    async def complete(self, messages: Sequence[Message], params: CompletionParams) -> Completion: ...
+
+
+@runtime_checkable
+class BackendFactory(Protocol):
+    """Registered under a backend type name (``openai``, ``local-llm`` ...); ``create`` builds a
+    backend from one ``[backends.<name>]`` table of the configuration."""
+
+    name: str
+
+    def create(self, settings: Any) -> ModelBackend: ...
+
+
+@runtime_checkable
+class Retriever(Protocol):
+    """Returns chunks with provenance; an empty result carries an ``empty_diagnosis``.
+
+    ``stream`` names what it retrieves (``concept``, ``conversation``, ``relationship``,
+    ``web``). ``layer`` defaults to ``context_package``.
+    """
+
+    name: str
+    stream: str
+
+    def retrieve(self, query: str, filters: RetrievalFilters, k: int, ctx: Any) -> Retrieval: ...
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """Checks a subject against its evidence package; returns PASS, FAIL or BROKEN."""
+
+    name: str
+
+    def verify(self, subject: str, package: Any, criteria: str, ctx: Any) -> Verdict: ...
+
+
+@runtime_checkable
+class TraceSink(Protocol):
+    """Receives every trace event of a turn. Exceptions are isolated by the kernel.
+
+    ``open_turn`` and ``handle`` run on the event loop's thread, inside the pipeline: keep them
+    cheap. The end of a turn (its ``turn_finished`` event and ``close_turn``) runs on a worker
+    thread, so a sink's disk or network work there does not stall the other turns of the loop;
+    ``close_turn`` returns when the turn's trace is complete."""
+
+    name: str
+
+    def open_turn(self, turn: TurnInfo, ctx: Any) -> None: ...
+
+    def handle(self, event: TraceEvent) -> None: ...
+
+    def close_turn(self, turn: TurnInfo) -> dict[str, Any] | None: ...
+
+
+@runtime_checkable
+class FaultInjector(Protocol):
+    """Drives one failure path for tests and benches (``ora run --inject <name>``).
+
+    ``inject(point, value)`` is called at every injection point of a turn run with this mode;
+    it returns ``value`` (pass), a replacement (corrupt) or raises (fail that site).
+    """
+
+    name: str
+    description: str
+
+    def inject(self, point: FaultPoint, value: Any) -> Any: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into vectors (``ora_register_embedders``). ``dimension`` is the length of each
+    vector; ``embed(texts)`` returns one row per text (a numpy array or a list of lists), rows
+    L2-normalised when ``normalized`` is true. Components ask the host for the configured embedder
+    by name (``ctx.embedder()``) instead of importing each other; the model behind an embedder
+    loads once per process however many components use it."""
+
+    name: str
+    dimension: int
+
+    def embed(self, texts: Sequence[str]) -> Any: ...

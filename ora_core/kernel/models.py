@@ -1,0 +1,551 @@
+"""Pydantic shapes for everything that crosses a boundary (plugin <-> kernel, step <-> step,
+process <-> disk). Validated once, at the boundary; error messages name the field path."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}
+
+
+def assembled(cls: type[Any], fields: dict[str, Any]) -> Any:
+    """An instance of the pydantic model ``cls`` from ``fields``: every field given, each value
+    already of its field's type (no defaults to fill, no extras, no private attributes). What
+    validating them would build, at a third of ``model_construct``'s cost, for shapes built on
+    every model call or event; each caller pins it equal to the validated instance in a test."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        names = _FIELD_NAMES[cls] = frozenset(cls.model_fields)
+    obj = object.__new__(cls)
+    object.__setattr__(obj, "__dict__", fields)
+    object.__setattr__(obj, "__pydantic_fields_set__", set(names))
+    object.__setattr__(obj, "__pydantic_extra__", None)
+    object.__setattr__(obj, "__pydantic_private__", None)
+    return obj
+
+
+class _Shape(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+# --- model calls -------------------------------------------------------------------------
+
+
+class Message(_Shape):
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+class StopUnless(_Shape):
+    """A reply the caller can only use if ``text`` (case-insensitive) appears within its first
+    ``within_chars`` characters. A backend that watches its reply as it is generated may stop
+    there and report ``finish_reason = "stop_unless"``; one that cannot, ignores it (it is a
+    saving, never a change to what a usable reply looks like)."""
+
+    text: str = Field(min_length=1)
+    within_chars: int = Field(gt=0)
+
+
+class CompletionParams(_Shape):
+    """What a caller asks of one model call."""
+
+    model: str = ""
+    max_tokens: int = Field(default=512, ge=1)
+    temperature: float = Field(default=0.2, ge=0.0, le=2.0)
+    stop: list[str] = Field(default_factory=list)
+    timeout_s: float = Field(default=120.0, gt=0)
+    stream: bool = False
+    extra: dict[str, Any] = Field(default_factory=dict)
+    stop_unless: StopUnless | None = None
+
+
+class Completion(_Shape):
+    """A successful model call. Failures are ``BackendError`` exceptions, never a Completion."""
+
+    text: str
+    provider: str
+    model: str
+    family: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    finish_reason: str = ""
+    cached: bool = False
+    attempts: int = Field(default=1, ge=1)  # HTTP attempts the backend made (retries + 1)
+
+
+class ModelCallRecord(_Shape):
+    """One entry of the role ledger: what was planned for a role and what actually ran."""
+
+    role: str
+    prompt_key: str
+    planned_provider: str
+    planned_model: str
+    effective_provider: str = ""
+    effective_model: str = ""
+    fallback_flags: list[str] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    error: dict[str, str] | None = None
+    attempts: int = Field(default=1, ge=1)  # retries inside the backend show here
+    cached: bool = False  # answered from a response cache, not by a model call
+
+    @property
+    def mismatch(self) -> bool:
+        return bool(self.effective_model) and (
+            self.effective_provider != self.planned_provider
+            or self.effective_model != self.planned_model
+        )
+
+
+# --- retrieval -----------------------------------------------------------------------------
+
+
+class Provenance(_Shape):
+    """Where a chunk came from; carried by every chunk, end to end."""
+
+    collection: str
+    source: str  # a vault path or a URL
+    heading: str = ""
+    type: str = ""
+    source_type: str = ""
+    approved: bool = False
+    score: float = 0.0
+    weight: float = 1.0
+    ingested_at: datetime | None = None
+    stream: str = ""  # concept | conversation | relationship | web | supplement
+    extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Chunk(_Shape):
+    id: str
+    text: str
+    provenance: Provenance
+
+
+class EmptyReason(str, Enum):
+    index_empty = "index_empty"
+    no_match = "no_match"
+    filtered_out = "filtered_out"
+    ranker_truncation = "ranker_truncation"
+
+
+class EmptyDiagnosis(_Shape):
+    """Why a retrieval came back empty without an exception: empty is never ambiguous."""
+
+    empty_reason: EmptyReason
+    collection_total_count: int = 0
+    raw_chunks_returned: int = 0
+    filtered_chunks_returned: int = 0
+    filters_applied: dict[str, Any] = Field(default_factory=dict)
+    detail: str = ""
+
+
+class Retrieval(_Shape):
+    stream: str
+    query: str
+    chunks: list[Chunk] = Field(default_factory=list)
+    empty_diagnosis: EmptyDiagnosis | None = None
+    retriever: str = ""
+    latency_s: float = 0.0
+
+    @property
+    def empty(self) -> bool:
+        return not self.chunks
+
+
+class RetrievalFilters(_Shape):
+    types: list[str] = Field(default_factory=list)
+    source_types: list[str] = Field(default_factory=list)
+    approved_only: bool = False
+    collections: list[str] = Field(default_factory=list)
+    min_score: float | None = None
+
+
+# --- detection and verification ---------------------------------------------------------------
+
+
+class Signal(_Shape):
+    """What a detector found."""
+
+    detector: str
+    kind: str  # bypass | mode_signal | unhealthy | broken | supplement_request | specifics ...
+    name: str
+    strength: Literal["strong", "weak"] = "strong"
+    matched: str = ""
+    start: int | None = None
+    end: int | None = None
+    mode: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class VerdictStatus(str, Enum):
+    PASS = "PASS"
+    FAIL = "FAIL"
+    BROKEN = "BROKEN"
+
+
+class Verdict(_Shape):
+    status: VerdictStatus
+    verifier: str
+    reasons: list[str] = Field(default_factory=list)
+    raw_output: str = ""
+    score: float | None = None
+    unsupported_claims: list[str] = Field(default_factory=list)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+# --- reliability and health ---------------------------------------------------------------------
+
+
+class Contingency(_Shape):
+    """A named fallback that fired. Graceful degradation, recorded and counted."""
+
+    name: str
+    step: str
+    detail: str = ""
+    severity: Literal["info", "warning", "degraded", "error"] = "warning"
+    at: datetime = Field(default_factory=utc_now)
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class StepHealth(_Shape):
+    step: str
+    verdict: Literal["PASS", "FAIL", "BROKEN", "SKIPPED", "OK", "DEGRADED"] = "OK"
+    contingencies: list[str] = Field(default_factory=list)
+    degraded: bool = False
+    attempts: int = 1
+    latency_s: float = 0.0
+    # The reliability layer's per-step record (seed 003; seed 000 §5.3), for trend detection.
+    kind: str = ""  # probabilistic | deterministic | verification | ""
+    regenerations: int = 0
+    confidence: float | None = None
+    judge_score: float | None = None
+    supplements: int = 0
+    noncompliance: dict[str, int] = Field(default_factory=dict)
+
+
+TurnStatus = Literal["ok", "degraded", "needs_clarification", "halted"]
+
+# --- trace events ---------------------------------------------------------------------------------
+
+EventKind = Literal[
+    "turn_started",
+    "step_started",
+    "step_finished",
+    "model_call",
+    "retrieval",
+    "rag_failure",
+    "supplement",
+    "contingency",
+    "oversight",
+    "turn_finished",
+    "sink_failure",
+    "note",
+    "detection",
+    "fault_injected",
+    "judge",
+    "retry",
+]
+
+
+class TraceEvent(_Shape):
+    """One typed event of a turn, sent to every registered trace sink."""
+
+    kind: EventKind
+    turn_id: str
+    conversation_id: str
+    seq: int = 0
+    at: datetime = Field(default_factory=utc_now)
+    step: str = ""
+    step_index: int | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class TurnInfo(_Shape):
+    """What a sink needs to know about the turn it is recording."""
+
+    turn_id: str
+    conversation_id: str
+    started_at: datetime
+    prompt: str
+    config_hash: str
+    plugins: dict[str, str] = Field(default_factory=dict)  # plugin name -> version
+
+
+class TurnResult(_Shape):
+    """What ``ora run`` returns (and prints with ``--json``)."""
+
+    status: TurnStatus
+    answer: str = ""
+    question: str | None = None  # set when status is needs_clarification
+    mode: str = ""
+    gear: int = 0
+    turn_id: str = ""
+    conversation_id: str = ""
+    trace_path: str | None = None
+    tracing_degraded: bool = False
+    contingencies: list[str] = Field(default_factory=list)
+    diagnostic: dict[str, Any] | None = None
+    runtime_role_models: list[ModelCallRecord] = Field(default_factory=list)
+    signals: list[Signal] = Field(default_factory=list)  # every detector signal of the turn
+    verdicts: dict[str, str] = Field(default_factory=dict)  # verification step -> PASS|FAIL|BROKEN
+
+    # Serialised results carry a ``mismatch`` flag per role-ledger entry and an overall
+    # ``runtime_role_models_mismatch`` (what ran differs from the resolved configuration); the
+    # flags are derived, so validating a dumped result drops them instead of refusing them.
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_derived_mismatch_flags(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        data = {k: v for k, v in data.items() if k != "runtime_role_models_mismatch"}
+        calls = data.get("runtime_role_models")
+        if isinstance(calls, list):
+            data["runtime_role_models"] = [
+                {k: v for k, v in c.items() if k != "mismatch"} if isinstance(c, dict) else c for c in calls]
+        return data
+
+    @model_serializer(mode="wrap")
+    def _with_mismatch_flags(self, handler: Any) -> Any:
+        data = handler(self)
+        if isinstance(data, dict) and isinstance(data.get("runtime_role_models"), list):
+            for entry, call in zip(data["runtime_role_models"], self.runtime_role_models, strict=False):
+                if isinstance(entry, dict):
+                    entry["mismatch"] = call.mismatch
+            data["runtime_role_models_mismatch"] = any(c.mismatch for c in self.runtime_role_models)
+        return data
+
+
+# --- the front of the pipeline (Stage 0, Phase A, pre-routing, context assembly) ----------------
+
+
+class PhaseAResult(_Shape):
+    """Phase A's package: the cleaned prompt, what was corrected, and what was inferred.
+
+    ``inferred_items`` are assumptions, never user-stated facts: every later prompt carries
+    them inside a ``PHASE A ASSUMPTIONS (NOT USER-STATED FACTS)`` block (seed 000, #10).
+    """
+
+    cleaned_prompt: str
+    corrections: list[str] = Field(default_factory=list)
+    inferred_items: list[str] = Field(default_factory=list)
+    raw_output: str = ""
+    parsed: bool = True
+    used_raw_prompt: bool = False  # Phase A failed or was unparseable: the raw prompt went on
+
+
+class ModeCandidate(_Shape):
+    """One mode Stage 1's signals point at, with the evidence behind it."""
+
+    mode: str
+    score: float = 0.0
+    strong: list[str] = Field(default_factory=list)
+    weak: list[str] = Field(default_factory=list)
+
+
+class SignalStrengthSummary(_Shape):
+    """The friction-reducer audit (seed 000, #13): how much signal supported the dispatch."""
+
+    total_matches: int = 0
+    strong_matches: int = 0
+    weak_matches: int = 0
+    dispatched_mode: str | None = None
+    strong_signals_for_dispatched: list[str] = Field(default_factory=list)
+    weak_signals_for_dispatched: list[str] = Field(default_factory=list)
+    single_signal_high_confidence: bool = False
+
+
+ClassificationConfidence = Literal["high", "best-guess", "fallback", "forced", "bypass", "pending"]
+
+
+class RoutingDecision(_Shape):
+    """Stage 1 + Stage 2's package. A pending clarification is never dropped: either the turn
+    stops with it, or ``pending_clarification_swallowed`` keeps it beside a best guess."""
+
+    mode: str | None = None
+    requested_gear: int | None = None
+    classification_confidence: ClassificationConfidence
+    candidates: list[ModeCandidate] = Field(default_factory=list)
+    pending_clarification: str | None = None
+    pending_clarification_swallowed: str | None = None
+    signal_strength_summary: SignalStrengthSummary = Field(default_factory=SignalStrengthSummary)
+    reasoning: str = ""
+
+
+BUDGET_SIGNAL_NAMES: dict[int, str] = {
+    0: "clean",
+    1: "compression_warning",
+    2: "critical_truncation",
+    3: "analytical_floor_breach",
+    4: "hardware_constraint",
+    5: "rag_planner_fallback",
+    6: "spawning_constraint",
+}
+
+
+class BudgetSignal(_Shape):
+    code: int = Field(ge=0, le=6)
+    name: str
+    detail: str = ""
+
+
+class BudgetReport(_Shape):
+    """Budget signals 0-6, computed against the target model's context window."""
+
+    target_role: str
+    target_backend: str
+    context_window: int
+    reserved_output_tokens: int
+    estimated_input_tokens: int
+    utilization: float
+    level: int = Field(ge=0, le=6)
+    signals: list[BudgetSignal] = Field(default_factory=list)
+    truncated_chunks: list[str] = Field(default_factory=list)
+    token_estimate: str = "chars/4"
+
+
+class RagFailure(_Shape):
+    """One retriever failure: the context for that stream is empty, and this says why."""
+
+    stream: str
+    query: str
+    retriever: str
+    error_class: str
+    message: str
+    at: datetime = Field(default_factory=utc_now)
+
+
+class ContextPackage(_Shape):
+    """Step 2's package: the mode's guidance, the cleaned prompt, the assumptions, every
+    stream's retrieval (chunks with provenance, or a diagnosis of the emptiness, or a named
+    failure) and the budget signals."""
+
+    mode: str
+    requested_gear: int
+    mode_sections: dict[str, str] = Field(default_factory=dict)
+    cleaned_prompt: str
+    inferred_items: list[str] = Field(default_factory=list)
+    retrievals: dict[str, Retrieval] = Field(default_factory=dict)
+    rag_failures: list[RagFailure] = Field(default_factory=list)
+    missing_streams: list[str] = Field(default_factory=list)
+    budget: BudgetReport
+
+    def chunks(self) -> list[Chunk]:
+        return [c for r in self.retrievals.values() for c in r.chunks]
+
+
+# --- gears, verification and fault injection --------------------------------------------------
+
+
+class EvidencePackage(_Shape):
+    """What a verifier checks a subject against: the context package's chunks plus every
+    supplement result of the turn so far. ``chunks`` is a plain list (an attribute, not a
+    method), so a verifier can read it like a ``Retrieval``; ``context`` is the whole Step 2
+    package for verifiers that want provenance, budget or the mode's sections."""
+
+    chunks: list[Chunk] = Field(default_factory=list)
+    context: ContextPackage | None = None
+    supplements: list[Retrieval] = Field(default_factory=list)
+    prompt: str = ""
+
+
+FaultSite = Literal["model_call", "model_output", "verify", "verifier_output", "retrieve", "package"]
+
+
+class FaultPoint(_Shape):
+    """Where a fault injector is being asked to act (see ``ora_register_fault_injectors``).
+
+    ``purpose`` is the step's job (``analyst``, ``evaluator``, ``reviser``, ``consolidator``,
+    ``verifier``, ``retrieval``, ``context``); ``primary`` marks the turn's first analyst (the
+    depth stream in gears 3-4, the analyst in gear 2); ``attempt`` counts the reliability layer's
+    attempts at the step (1 = first), ``call`` the model calls within that attempt.
+    """
+
+    site: FaultSite
+    step: str
+    turn_id: str = ""
+    role: str = ""
+    purpose: str = ""
+    primary: bool = False
+    step_kind: str = ""  # probabilistic | deterministic | verification
+    attempt: int = 1
+    call: int = 1
+    stream: str = ""
+    gear: int = 0
+
+
+# --- what the engine offers a component during a turn --------------------------------------------
+
+
+class StepMaterial(_Shape):
+    """What a detector on ``model_output``/``verifier_output`` may know of the step whose output it
+    reads (``ctx.data["material"]``, set by the engine around each detection):
+
+    - ``given``: everything the model was given as material (its package and the evidence), so a
+      phrase found there is material, never an echo;
+    - ``instructions``: the texts the orchestrator itself added to the prompt (the confidence,
+      quotation and Supplemental RAG instructions), which an answer must never parrot;
+    - ``retry_phrases``: fixed phrases of a retry's negative context (never to come back);
+    - ``expected_min_words``: how long a healthy answer of this step is at least;
+    - ``quoted``: texts a verifier was shown (the subject, the chunks), never its own words.
+    """
+
+    step: str = ""
+    purpose: str = ""
+    given: str = ""
+    instructions: list[str] = Field(default_factory=list)
+    retry_phrases: list[str] = Field(default_factory=list)
+    expected_min_words: int = 40
+    quoted: list[str] = Field(default_factory=list)
+
+
+class ModelRequest(_Shape):
+    """A model step a component asks the engine to run for it (``await ctx.ask_model(request)``),
+    under the same rules as every analytical step: the anti-confabulation directive, Phase A's
+    assumptions, the Supplemental RAG protocol (when ``supplements``), the role ledger, the
+    detectors of ``layer`` on every output."""
+
+    task: str
+    package: str
+    evidence: str | None = None  # None: the turn's evidence block (shared with the analysts: prompt-cached)
+    role: str = ""  # empty: the role of the call the component is serving (e.g. the verifier's)
+    prompt_key: str = ""
+    purpose: str = "verifier"
+    layer: str = "verifier_output"
+    quoted: list[str] = Field(default_factory=list)
+    supplements: bool = True
+
+
+class ModelReply(_Shape):
+    """What the engine hands back for a ``ModelRequest``: the final text (after any supplement
+    round-trips), the detectors' signals on it, and who answered."""
+
+    text: str
+    signals: list[Signal] = Field(default_factory=list)
+    provider: str = ""
+    model: str = ""
+    calls: int = 1
+    supplements: int = 0
+
+
+class VerificationCall(_Shape):
+    """Which verification a verifier is serving (``ctx.verification``): the step, the role whose
+    backend a model verifier should use (``verifier`` or ``final_verifier``), the stream slot and
+    the cycle."""
+
+    step: str
+    role: Literal["verifier", "final_verifier"] = "verifier"
+    slot: str = ""
+    cycle: int = 0
+    gear: int = 0

@@ -1,0 +1,470 @@
+"""Plugin loading: entry points one at a time, in isolation, with our own record of each.
+
+First-party plugins are loaded exactly like third-party ones: from the ``ora`` entry-point
+group. A plugin that fails to import, register, or pass ``check_pending`` is recorded with its
+entry point, distribution, version and error, and the rest still load (``ORA_STRICT_PLUGINS=1``
+makes failures fatal). ``ORA_PLUGINS`` is an allow-list (empty string: none at all),
+``ORA_DISABLE_PLUGINS`` a block-list; both match an entry-point or distribution name and can
+switch first-party plugins off too.
+
+Nothing here runs at import time: the CLI calls ``PluginHost.load_entrypoints()``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+import os
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Literal
+
+import pluggy
+
+from ora_core.kernel import hookspecs
+from ora_core.kernel.errors import PluginError, RegistrationError
+from ora_core.kernel.layers import LayerError, check_assumptions, validate_layer
+
+ENTRY_POINT_GROUP = "ora"
+PluginStatus = Literal["ok", "failed", "incompatible", "disabled"]
+
+
+@dataclass
+class ComponentRecord:
+    """One registered (or refused) component and the plugin that supplied it."""
+
+    kind: str
+    name: str
+    plugin: str
+    obj: Any = field(repr=False, default=None)
+    layer: str | None = None
+    assumes: tuple[str, ...] = ()
+    status: Literal["ok", "incompatible", "refused"] = "ok"
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "name": self.name,
+            "layer": self.layer,
+            "assumes": list(self.assumes),
+            "status": self.status,
+            "error": self.error,
+        }
+
+
+@dataclass
+class PluginRecord:
+    """Our own record of a plugin; never read back out of pluggy's private state."""
+
+    name: str
+    distribution: str = ""
+    version: str = ""
+    entry_point: str = ""
+    module: str = ""
+    status: PluginStatus = "ok"
+    errors: list[str] = field(default_factory=list)
+    hooks: list[str] = field(default_factory=list)
+    components: list[ComponentRecord] = field(default_factory=list)
+
+    def fail(self, status: PluginStatus, message: str) -> None:
+        # "failed" outranks "incompatible" outranks "ok"
+        rank = {"ok": 0, "disabled": 0, "incompatible": 1, "failed": 2}
+        if rank[status] >= rank[self.status]:
+            self.status = status
+        self.errors.append(message)
+
+    def as_dict(self) -> dict[str, Any]:
+        by_kind: dict[str, list[str]] = {}
+        for comp in self.components:
+            if comp.status == "ok":
+                by_kind.setdefault(comp.kind, []).append(comp.name)
+        return {
+            "name": self.name,
+            "distribution": self.distribution,
+            "version": self.version,
+            "entry_point": self.entry_point,
+            "module": self.module,
+            "status": self.status,
+            "error": "; ".join(self.errors) or None,
+            "hooks": sorted(self.hooks),
+            "components": by_kind,
+            "layers": [c.as_dict() for c in self.components if c.layer is not None or c.error],
+        }
+
+
+def _env_list(value: str | None) -> set[str] | None:
+    if value is None:
+        return None
+    return {item.strip() for item in value.replace(";", ",").split(",") if item.strip()}
+
+
+class PluginHost:
+    """A pluggy ``PluginManager`` plus Ora's records and component registries."""
+
+    def __init__(self, *, strict: bool | None = None, env: Mapping[str, str] | None = None) -> None:
+        self.env = dict(os.environ if env is None else env)
+        self.strict = (self.env.get("ORA_STRICT_PLUGINS", "") == "1") if strict is None else strict
+        self.pm = pluggy.PluginManager(hookspecs.PROJECT)
+        self.pm.add_hookspecs(hookspecs)
+        self.records: dict[str, PluginRecord] = {}
+        self.registry: dict[str, dict[str, ComponentRecord]] = {
+            kind: {} for kind in hookspecs.REGISTRY_HOOKS.values()
+        }
+        self._commands_registered = False
+        self.debug_hooks = self.env.get("ORA_DEBUG_HOOKS", "") == "1"
+        self.debug_stream: Any = None  # where ORA_DEBUG_HOOKS writes (default: sys.stderr)
+
+    # --- loading -------------------------------------------------------------------------
+
+    def load_entrypoints(self, group: str = ENTRY_POINT_GROUP) -> list[PluginRecord]:
+        """Load every entry point of ``group`` one at a time; return the records of this call."""
+        allow = _env_list(self.env.get("ORA_PLUGINS"))
+        block = _env_list(self.env.get("ORA_DISABLE_PLUGINS")) or set()
+        loaded: list[PluginRecord] = []
+        eps = sorted(metadata.entry_points(group=group), key=lambda ep: ep.name)
+        for ep in eps:
+            dist = ep.dist
+            record = PluginRecord(
+                name=ep.name,
+                distribution=dist.metadata["Name"] if dist is not None else "",
+                version=dist.version if dist is not None else "",
+                entry_point=f"{ep.name} = {ep.value}",
+                module=ep.module,
+            )
+            if ep.name in self.records:
+                # Two distributions publishing the same entry-point name: the first keeps it, the
+                # second is refused by name, and both records stay listed (none overwrites the other).
+                first = self.records[ep.name]
+                record.fail(
+                    "failed",
+                    f"entry point name {ep.name!r} is published by distribution {first.distribution!r} "
+                    f"and by distribution {record.distribution!r}; {record.distribution!r} is refused "
+                    f"({first.distribution!r}, loaded first, keeps the name)",
+                )
+                self.records[_clash_key(ep.name, record.distribution, self.records)] = record
+                loaded.append(record)
+                continue
+            names = {ep.name, record.distribution}
+            if (allow is not None and not names & allow) or names & block:
+                record.status = "disabled"
+                why = "ORA_DISABLE_PLUGINS" if names & block else "ORA_PLUGINS allow-list"
+                record.errors.append(f"disabled by {why}")
+                self._remember(record, loaded)
+                continue
+            try:
+                plugin = ep.load()
+            except Exception as exc:  # noqa: BLE001 - isolation is the point; recorded below
+                self._record_failure(record, f"import failed: {_describe(exc)}", exc)
+                self._remember(record, loaded)
+                continue
+            self._register(plugin, record)
+            self._remember(record, loaded)
+        return loaded
+
+    def register_plugin(self, plugin: object, name: str | None = None, *, distribution: str = "",
+                        version: str = "") -> PluginRecord:
+        """Register an in-process plugin object (tests, embedding applications)."""
+        pname = name or getattr(plugin, "__name__", None) or type(plugin).__name__
+        record = PluginRecord(
+            name=pname,
+            distribution=distribution or "(in-process)",
+            version=version,
+            module=getattr(plugin, "__name__", type(plugin).__module__),
+        )
+        if pname in self.records:
+            raise PluginError(f"a plugin named {pname!r} is already registered")
+        self._register(plugin, record)
+        self.records[pname] = record
+        return record
+
+    def unregister_plugin(self, name: str) -> None:
+        """Remove a plugin and every component it supplied."""
+        record = self.records.pop(name, None)
+        if self.pm.has_plugin(name):
+            self.pm.unregister(name=name)
+        for kind_registry in self.registry.values():
+            for comp_name in [n for n, c in kind_registry.items() if c.plugin == name]:
+                del kind_registry[comp_name]
+        if record is not None:
+            record.components.clear()
+
+    def _remember(self, record: PluginRecord, loaded: list[PluginRecord]) -> None:
+        self.records[record.name] = record
+        loaded.append(record)
+
+    def _record_failure(self, record: PluginRecord, message: str, exc: BaseException | None,
+                        status: PluginStatus = "failed") -> None:
+        record.fail(status, message)
+        if self.strict:
+            origin = record.distribution or "in-process"
+            raise PluginError(f"plugin {record.name!r} ({origin}): {message}") from exc
+
+    def _register(self, plugin: object, record: PluginRecord) -> None:
+        try:
+            self.pm.register(plugin, name=record.name)
+        except Exception as exc:  # noqa: BLE001 - pluggy's validation errors, recorded
+            self._record_failure(record, f"registration failed: {_describe(exc)}", exc)
+            return
+        try:
+            self.pm.check_pending()
+        except pluggy.PluginValidationError as exc:
+            self.pm.unregister(name=record.name)
+            self._record_failure(record, _unknown_hook_message(plugin, exc), exc)
+            return
+        wrappers = [f"{hc.name} ({'wrapper=True' if impl.wrapper else 'hookwrapper=True'})"
+                    for hc in self.pm.get_hookcallers(plugin) or []
+                    for impl in hc.get_hookimpls()
+                    if impl.plugin is plugin and (impl.wrapper or impl.hookwrapper)]
+        if wrappers:
+            self.pm.unregister(name=record.name)
+            self._record_failure(record, "hook implementation(s) marked as wrappers are not supported: "
+                                 + ", ".join(wrappers) + ". Ora calls every implementation itself, one at a "
+                                 "time, so that a failing plugin is isolated and named; a wrapper would "
+                                 "never run. Remove the wrapper flag and implement the hook plainly.", None)
+            return
+        record.hooks = sorted(
+            hc.name for hc in self.pm.get_hookcallers(plugin) or [] if hc.name.startswith("ora_")
+        )
+        for hook_name, kind in hookspecs.REGISTRY_HOOKS.items():
+            self._collect(plugin, record, hook_name, kind)
+
+    def _collect(self, plugin: object, record: PluginRecord, hook_name: str, kind: str) -> None:
+        hook = getattr(self.pm.hook, hook_name)
+        impls = [i for i in hook.get_hookimpls() if i.plugin is plugin]
+        for impl in impls:
+            def register(component: Any, *, name: str | None = None, _kind: str = kind) -> None:
+                self._add_component(record, _kind, component, name)
+
+            try:
+                self.call_impl(impl, hook_name, **({"register": register} if "register" in impl.argnames else {}))
+            except RegistrationError as exc:
+                self._record_failure(record, str(exc), exc)
+            except Exception as exc:  # noqa: BLE001 - a plugin's hook raising is recorded
+                self._record_failure(record, f"{hook_name} raised {_describe(exc)}", exc)
+
+    # --- components ---------------------------------------------------------------------------
+
+    def _add_component(self, record: PluginRecord, kind: str, component: Any, name: str | None) -> None:
+        if kind == "mode_pack":
+            path = Path(component)
+            comp_name = name or f"{record.name}:{path.name}"
+            comp = ComponentRecord(kind=kind, name=comp_name, plugin=record.name, obj=path)
+            if not path.is_dir():
+                comp.status = "refused"
+                comp.error = f"mode pack directory {str(path)!r} does not exist"
+                record.components.append(comp)
+                self._record_failure(record, comp.error, None)
+                return
+        else:
+            comp_name = name or getattr(component, "name", None)
+            if not isinstance(comp_name, str) or not comp_name:
+                message = (
+                    f"a {kind} registered by plugin {record.name!r} has no name "
+                    f"(object {component!r}); give it a 'name' attribute"
+                )
+                record.components.append(ComponentRecord(kind=kind, name="?", plugin=record.name,
+                                                         status="refused", error=message))
+                self._record_failure(record, message, None)
+                return
+            comp = ComponentRecord(kind=kind, name=comp_name, plugin=record.name, obj=component)
+            label = f"{kind} {comp_name!r} (plugin {record.name!r})"
+            problem = _shape_problem(kind, component)
+            if problem:
+                comp.status = "refused"
+                comp.error = f"{label} {problem}"
+                record.components.append(comp)
+                self._record_failure(record, comp.error, None)
+                return
+            declared_layer = getattr(component, "layer", None)
+            if kind == "detector" or declared_layer is not None:
+                try:
+                    layer = validate_layer(declared_layer, label)
+                except LayerError as exc:
+                    comp.status = "refused"
+                    comp.error = str(exc)
+                    record.components.append(comp)
+                    self._record_failure(record, comp.error, exc)
+                    return
+                assumes = tuple(sorted(getattr(component, "assumes", ()) or ()))
+                comp.layer, comp.assumes = layer, assumes
+                check = check_assumptions(label, layer, assumes)
+                if not check.ok:
+                    comp.status = "incompatible"
+                    comp.error = f"refused: {check.message()}"
+                    record.components.append(comp)
+                    self._record_failure(record, comp.error, None, status="incompatible")
+                    return
+        existing = self.registry[kind].get(comp.name)
+        if existing is not None:
+            comp.status = "refused"
+            comp.error = (
+                f"{kind} {comp.name!r} is registered twice: by plugin {existing.plugin!r} "
+                f"and by plugin {record.name!r}"
+            )
+            record.components.append(comp)
+            self._record_failure(record, comp.error, None)
+            return
+        self.registry[kind][comp.name] = comp
+        record.components.append(comp)
+
+    def components(self, kind: str) -> dict[str, Any]:
+        """The usable components of one kind, by name."""
+        return {name: c.obj for name, c in self.registry[kind].items() if c.status == "ok"}
+
+    def detectors(self, layer: str | None = None, kind: str | None = None) -> list[Any]:
+        """Usable detectors, optionally only those on ``layer`` and/or of ``kind``, by name."""
+        return [
+            c.obj for name, c in sorted(self.registry["detector"].items())
+            if c.status == "ok" and (layer is None or c.layer == layer)
+            and (kind is None or getattr(c.obj, "kind", None) == kind)
+        ]
+
+    def get(self, kind: str, name: str) -> Any:
+        try:
+            return self.registry[kind][name].obj
+        except KeyError:
+            known = ", ".join(sorted(self.registry[kind])) or "none"
+            raise PluginError(f"no {kind} named {name!r} is registered (registered: {known})") from None
+
+    def plugin_versions(self) -> dict[str, str]:
+        return {r.name: r.version for r in self.records.values() if r.status != "disabled"}
+
+    def register_commands(self, cli: Any, ora: Any = None) -> None:
+        """Let each plugin add CLI commands; a plugin whose hook raises is recorded, not fatal.
+
+        ``ora`` is the ``CommandContext`` the commands get (configuration, host)."""
+        if self._commands_registered:
+            return
+        self._commands_registered = True
+        for impl in self.pm.hook.ora_register_commands.get_hookimpls():
+            record = self.records.get(impl.plugin_name)
+            offered = {"cli": cli, "ora": ora}
+            try:
+                self.call_impl(impl, "ora_register_commands",
+                               **{k: v for k, v in offered.items() if k in impl.argnames})
+            except Exception as exc:  # noqa: BLE001 - recorded on the plugin's record
+                message = f"ora_register_commands raised {_describe(exc)}"
+                if record is None:
+                    raise
+                self._record_failure(record, message, exc)
+
+    def call_observers(self, hook_name: str, on_error: Callable[[str, BaseException], None],
+                       **kwargs: Any) -> None:
+        """Call an observer hook plugin by plugin; ``on_error(plugin, exc)`` records failures."""
+        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
+            args = {k: v for k, v in kwargs.items() if k in impl.argnames}
+            try:
+                self.call_impl(impl, hook_name, **args)
+            except Exception as exc:  # noqa: BLE001 - handed to on_error, which records it
+                on_error(impl.plugin_name, exc)
+
+    def call_impl(self, impl: Any, hook_name: str, **kwargs: Any) -> Any:
+        """Call one hook implementation. Ora calls implementations itself, one at a time (a failing
+        plugin is isolated and named), so it owes what ``pm.hook`` would give: with
+        ``ORA_DEBUG_HOOKS=1`` every call is written to stderr with its plugin, its duration and how
+        it ended."""
+        if not self.debug_hooks:
+            return impl.function(**kwargs)
+        stream = self.debug_stream or sys.stderr
+        start = time.perf_counter()
+        outcome = "ok"
+        try:
+            return impl.function(**kwargs)
+        except BaseException as exc:
+            outcome = f"raised {type(exc).__name__}"
+            raise
+        finally:
+            ms = (time.perf_counter() - start) * 1000
+            stream.write(f"ora hooks: {hook_name} <- {impl.plugin_name} ({_module_of(impl)}) "
+                         f"{ms:.2f} ms {outcome}\n")
+            stream.flush()
+
+    def embedder(self, name: str) -> Any:
+        """The embedder registered as ``name``; a ``PluginError`` listing the registered ones."""
+        registered = self.components("embedder")
+        if name not in registered:
+            known = ", ".join(sorted(registered)) or "none (install ora-minilm)"
+            raise PluginError(f"no embedder named {name!r} is registered (registered embedders: {known})")
+        return registered[name]
+
+    def summary(self) -> list[dict[str, Any]]:
+        return [r.as_dict() for r in sorted(self.records.values(), key=lambda r: r.name)]
+
+    def problems(self) -> list[PluginRecord]:
+        return [r for r in self.records.values() if r.status in {"failed", "incompatible"}]
+
+
+_REQUIRED: dict[str, tuple[str, ...]] = {
+    "detector": ("detect",),
+    "backend": ("create",),
+    "retriever": ("retrieve", "stream"),
+    "verifier": ("verify",),
+    "trace_sink": ("open_turn", "handle", "close_turn"),
+    "fault_injector": ("inject",),
+    "embedder": ("embed", "dimension"),
+}
+
+
+def _shape_problem(kind: str, component: Any) -> str | None:
+    missing = [attr for attr in _REQUIRED.get(kind, ()) if not hasattr(component, attr)]
+    if missing:
+        return f"lacks {', '.join(repr(m) for m in missing)}"
+    if kind == "detector":
+        if not callable(component.detect):
+            return "has a 'detect' that is not callable"
+        if not isinstance(getattr(component, "kind", None), str):
+            return "declares no 'kind' (bypass, mode_signal, unhealthy, broken, ...)"
+    if kind == "backend" and not callable(component.create):
+        return "has a 'create' that is not callable"
+    return None
+
+
+def _unknown_hook_message(plugin: object, exc: BaseException) -> str:
+    """Name each hook implementation that matches no hookspec, with a did-you-mean."""
+    known = [name for name in dir(hookspecs) if name.startswith("ora_")]
+    unknown = []
+    for attr in dir(plugin):
+        if attr.startswith("_") or attr in known:
+            continue
+        if getattr(getattr(plugin, attr, None), f"{hookspecs.PROJECT}_impl", None) is None:
+            continue
+        close = difflib.get_close_matches(attr, known, n=1, cutoff=0.6)
+        unknown.append(f"{attr!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    if not unknown:
+        return f"unknown hook: {_describe(exc)}"
+    return "unknown hook " + ", ".join(unknown) + f"; known hooks: {', '.join(known)}"
+
+
+def _clash_key(name: str, distribution: str, records: Mapping[str, Any]) -> str:
+    """A key for a refused entry point that shares ``name`` with one already recorded."""
+    key = f"{name} ({distribution or 'unknown distribution'})"
+    n = 2
+    while key in records:
+        key = f"{name} ({distribution or 'unknown distribution'} #{n})"
+        n += 1
+    return key
+
+
+def _module_of(impl: Any) -> str:
+    return getattr(impl.function, "__module__", "?") or "?"
+
+
+def _describe(exc: BaseException) -> str:
+    frames = traceback.extract_tb(exc.__traceback__)
+    where = f" at {Path(frames[-1].filename).name}:{frames[-1].lineno}" if frames else ""
+    return f"{type(exc).__name__}: {exc}{where}"
+
+
+def iter_distributions(records: Iterable[PluginRecord]) -> set[str]:
+    return {r.distribution for r in records if r.distribution}
+
+
+def hook_signature(hook_name: str) -> inspect.Signature:
+    """The public signature of a hookspec (used by docs and meta-tests)."""
+    return inspect.signature(getattr(hookspecs, hook_name))

@@ -1,0 +1,379 @@
+"""The trace API: a turn context that emits typed events to every registered trace sink.
+
+The kernel owns the API, not the storage: the on-disk forensic sink is a plugin. A sink that
+raises is isolated: reported once on stderr per sink and turn, marked in the result as
+``tracing_degraded``, and the run goes on (seed 000 §4.3: a trace that crashes the system it
+instruments is worse than no trace at all).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import threading
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from typing import IO, Any, get_args
+
+from ora_core.kernel.models import (
+    Contingency,
+    EventKind,
+    ModelCallRecord,
+    Signal,
+    StepHealth,
+    TraceEvent,
+    TurnInfo,
+    TurnResult,
+    assembled,
+)
+
+_SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
+_EVENT_KINDS = frozenset(get_args(EventKind))
+
+
+def _built_event(kind: str, turn_id: str, conversation_id: str, seq: int, at: datetime, step: str,
+                 step_index: int | None, data: dict[str, Any]) -> TraceEvent:
+    """A ``TraceEvent`` from parts already checked, every field given: what ``model_construct``
+    does for a model without defaults to fill, extras or private attributes, at a third of its
+    cost (it is paid ~50 times per Gear-4 turn). ``tests/test_trace_emit.py`` pins that it equals the
+    validated event."""
+    return assembled(TraceEvent, {"kind": kind, "turn_id": turn_id, "conversation_id": conversation_id,
+                                  "seq": seq, "at": at, "step": step, "step_index": step_index, "data": data})
+
+
+def sanitize_id(raw: str, default: str = "default") -> str:
+    """A conversation id safe as one directory name: no separators, no traversal, no odd bytes."""
+    cleaned = _SAFE_ID.sub("-", raw).strip(".-_")
+    cleaned = re.sub(r"\.{2,}", ".", cleaned)[:80]
+    return cleaned or default
+
+
+def new_turn_id(now: datetime | None = None) -> str:
+    now = now or datetime.now(timezone.utc)
+    return now.strftime("%Y%m%dT%H%M%S.%fZ") + "-" + uuid.uuid4().hex[:6]
+
+
+class TurnContext:
+    """Everything one turn knows: config, plugins, sinks, and what has happened so far.
+
+    Passed as ``ctx`` to detectors, retrievers and verifiers, so they can read the
+    configuration and record contingencies without importing anything but ``ora_core``.
+    """
+
+    def __init__(
+        self,
+        *,
+        prompt: str,
+        config: Any,
+        config_hash: str,
+        sinks: Sequence[Any] = (),
+        host: Any = None,
+        conversation_id: str = "default",
+        plugins: dict[str, str] | None = None,
+        secrets: Sequence[str] = (),
+        stderr: IO[str] | None = None,
+    ) -> None:
+        self.started_at = datetime.now(timezone.utc)
+        self.turn_id = new_turn_id(self.started_at)
+        self.conversation_id = sanitize_id(conversation_id)
+        self.prompt = prompt
+        self.config = config
+        self.config_hash = config_hash
+        self.host = host
+        self.secrets = tuple(s for s in secrets if s)
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self.info = TurnInfo(
+            turn_id=self.turn_id,
+            conversation_id=self.conversation_id,
+            started_at=self.started_at,
+            prompt=prompt,
+            config_hash=config_hash,
+            plugins=dict(plugins or {}),
+        )
+        self._sinks = list(sinks)
+        self._failed_sinks: dict[str, str] = {}
+        self._closed_sinks: set[str] = set()  # sinks whose close_turn has returned
+        self._seq = 0
+        self._emit_lock = threading.Lock()  # retrievers run in threads and may record contingencies
+        self._step_counter = 0
+        self.contingencies: list[Contingency] = []
+        self.health: dict[str, StepHealth] = {}
+        self.calls: list[ModelCallRecord] = []
+        self.signals: list[Signal] = []
+        self.trace_paths: list[str] = []
+        self.data: dict[str, Any] = {}  # scratch space shared by the steps of this turn
+        self._detectors: dict[tuple[str, str | None], list[Any]] = {}
+
+    # --- sinks ------------------------------------------------------------------------------
+
+    @property
+    def tracing_degraded(self) -> bool:
+        return bool(self._failed_sinks)
+
+    @property
+    def sink_failures(self) -> dict[str, str]:
+        return dict(self._failed_sinks)
+
+    def _sink_failed(self, sink: Any, stage: str, exc: BaseException) -> None:
+        name = getattr(sink, "name", type(sink).__name__)
+        if name in self._failed_sinks:
+            return
+        message = f"{stage}: {type(exc).__name__}: {exc}"
+        self._failed_sinks[name] = message
+        print(f"ora: trace sink {name!r} failed ({message}); the run goes on without it",
+              file=self.stderr)
+
+    def _to_sinks(self, method: str, *args: Any) -> list[Any]:
+        results = []
+        for sink in self._sinks:
+            name = getattr(sink, "name", type(sink).__name__)
+            if name in self._failed_sinks:
+                continue
+            try:
+                results.append(getattr(sink, method)(*args))
+            except Exception as exc:  # noqa: BLE001 - isolation; reported by _sink_failed
+                self._sink_failed(sink, method, exc)
+        return results
+
+    def close_overdue(self, seconds: float) -> None:
+        """The turn's close did not come back within ``seconds`` (a sink stuck on its disk): every
+        sink that has not closed (nor failed) is named, tracing is degraded; the close goes on in
+        the background."""
+        for sink in self._sinks:
+            if getattr(sink, "name", type(sink).__name__) in self._closed_sinks:
+                continue
+            self._sink_failed(sink, "close_turn", TimeoutError(
+                f"did not return within {seconds:g} s (trace.close_timeout_s); the turn returned without "
+                "waiting for it"))
+
+    def open(self) -> TurnContext:
+        self._to_sinks("open_turn", self.info, self)
+        self.emit("turn_started", prompt=self.prompt, config_hash=self.config_hash,
+                  plugins=self.info.plugins)
+        return self
+
+    def redact(self, text: str) -> str:
+        for secret in self.secrets:
+            text = text.replace(secret, "[REDACTED]")
+        return text
+
+    def embedder(self, name: str | None = None) -> Any:
+        """The configured embedder (``[embedding] embedder``), or the one registered as ``name``."""
+        return embedder_for(self.host, self.config, name)
+
+    # --- events -----------------------------------------------------------------------------
+
+    def emit(self, kind: EventKind, *, step: str = "", step_index: int | None = None,
+             **data: Any) -> TraceEvent:
+        # The event is built from checked parts without a pydantic validation pass (the
+        # per-event cost on the model-call path); anything unusual takes the validating path
+        # and fails there as it always did.
+        fast = kind in _EVENT_KINDS and type(step) is str and (step_index is None or type(step_index) is int)
+        with self._emit_lock:
+            self._seq += 1
+            if fast:
+                event = _built_event(kind, self.turn_id, self.conversation_id, self._seq,
+                                     datetime.now(timezone.utc), step, step_index, data)
+            else:
+                event = TraceEvent(kind=kind, turn_id=self.turn_id, conversation_id=self.conversation_id,
+                                   seq=self._seq, step=step, step_index=step_index, data=data)
+            self._to_sinks("handle", event)
+        return event
+
+    @contextmanager
+    def step(self, name: str, **inputs: Any) -> Iterator[StepRecorder]:
+        """Record one step: its input package, its output package, its health."""
+        self._step_counter += 1
+        recorder = StepRecorder(self, name, self._step_counter)
+        self.emit("step_started", step=name, step_index=recorder.index, input=inputs)
+        try:
+            yield recorder
+        except BaseException as exc:
+            recorder.health.verdict = "BROKEN"
+            recorder.health.degraded = True
+            recorder.output.setdefault("error", {"error_class": type(exc).__name__, "message": str(exc)})
+            raise
+        finally:
+            recorder.finish()
+
+    def contingency(self, name: str, step: str, detail: str = "", *,
+                    severity: str = "warning", **data: Any) -> Contingency:
+        """Name a fallback that fired. It lands in the event stream and in step health."""
+        record = Contingency(name=name, step=step, detail=detail, severity=severity, data=data)  # type: ignore[arg-type]
+        self.contingencies.append(record)
+        health = self.health.setdefault(step, StepHealth(step=step))
+        if name not in health.contingencies:
+            health.contingencies.append(name)
+        if severity in {"degraded", "error"}:
+            health.degraded = True
+        self.emit("contingency", step=step, **record.model_dump(mode="json", exclude={"step"}))
+        return record
+
+    def detect(self, layer: str, text: str, *, step: str = "", kind: str | None = None,
+               exclude_kinds: frozenset[str] = frozenset()) -> list[Signal]:
+        """Run every registered detector of ``layer`` over ``text``; signals are traced."""
+        if self.host is None:
+            return []
+        from ora_core.kernel.detection import run_detectors
+
+        key = (layer, kind)
+        if key not in self._detectors:  # the registry does not change during a turn
+            self._detectors[key] = self.host.detectors(layer=layer, kind=kind)
+        found = run_detectors(self.host, layer, text, self, kind=kind, step=step,
+                              exclude_kinds=exclude_kinds, detectors=self._detectors[key])
+        self.signals.extend(found)
+        return found
+
+    def record_call(self, record: ModelCallRecord, step: str = "") -> None:
+        self.calls.append(record)
+        if type(record) is ModelCallRecord:
+            # Every field is JSON-native already: its values, the lists and dicts copied, are
+            # what ``model_dump(mode="json")`` gives (pinned in tests/test_backends_call_path.py).
+            data = dict(record.__dict__)
+            data["fallback_flags"] = list(data["fallback_flags"])
+            if data["error"] is not None:
+                data["error"] = dict(data["error"])
+        else:
+            data = record.model_dump(mode="json")
+        self.emit("model_call", step=step, **data, mismatch=record.mismatch)
+
+    # --- closing ------------------------------------------------------------------------------
+
+    def finalize(self, result: TurnResult) -> TurnResult:
+        """Stamp the result with the turn's ids, contingencies, role ledger and signals.
+
+        Idempotent. The runner calls it before the ``ora_turn_finished`` observers, so they see
+        a complete result while the sinks are still open to record what the observers do."""
+        result.turn_id = self.turn_id
+        result.conversation_id = self.conversation_id
+        result.contingencies = [c.name for c in self.contingencies]
+        result.runtime_role_models = list(self.calls)
+        result.signals = list(self.signals)
+        return result
+
+    def close(self, result: TurnResult) -> TurnResult:
+        """Finish the turn: final event, sinks closed, trace path and degradation recorded.
+
+        A sink's ``close_turn`` may return ``{"trace_path": ..., "errors": [...]}``: errors mean
+        some of its writes failed (it said which on stderr), so tracing is degraded."""
+        self.finalize(result)
+        self.emit("turn_finished", result=result.model_dump(mode="json"),
+                  step_health=[h.model_dump(mode="json") for h in self.health.values()],
+                  contingencies=[c.model_dump(mode="json") for c in self.contingencies],
+                  sink_failures=self.sink_failures)
+        for sink in self._sinks:
+            name = getattr(sink, "name", type(sink).__name__)
+            if name in self._failed_sinks:
+                continue
+            try:
+                info = sink.close_turn(self.info)
+            except Exception as exc:  # noqa: BLE001 - isolation; reported by _sink_failed
+                self._sink_failed(sink, "close_turn", exc)
+                continue
+            self._closed_sinks.add(name)
+            if not isinstance(info, dict):
+                continue
+            if info.get("trace_path"):
+                self.trace_paths.append(str(info["trace_path"]))
+            if info.get("errors"):
+                errors = [str(e) for e in info["errors"]]
+                self._sink_failed(sink, "writes", RuntimeError(
+                    f"{len(errors)} write(s) failed, first: {errors[0]}"))
+        result.trace_path = self.trace_paths[0] if self.trace_paths else None
+        result.tracing_degraded = self.tracing_degraded
+        return result
+
+
+def embedder_for(host: Any, config: Any, name: str | None = None) -> Any:
+    """The embedder registered as ``name`` (default: ``config.embedding.embedder``); a name no
+    plugin registers is a ``PluginError`` listing the registered ones."""
+    from ora_core.kernel.errors import PluginError
+
+    wanted = name or getattr(getattr(config, "embedding", None), "embedder", None) or "minilm"
+    if host is None:
+        raise PluginError(f"embedder {wanted!r} is configured, but there is no plugin host to find it in")
+    registered = host.components("embedder")
+    if wanted not in registered:
+        known = ", ".join(sorted(registered)) or "none (install ora-minilm)"
+        raise PluginError(f"embedding.embedder names {wanted!r}, which no plugin registers "
+                          f"(registered embedders: {known})")
+    return registered[wanted]
+
+
+class CallContext:
+    """A turn as one component call sees it: everything of the turn (``ctx.data``,
+    ``ctx.contingency``, ``ctx.host`` ... are the turn's own), plus what this call is serving
+    (``ctx.verification``) and ``await ctx.ask_model(request)``, the engine running a model step
+    for the component under the turn's rules. Built per call, so two verifications running side
+    by side (Gear 4's streams) never see each other's."""
+
+    def __init__(self, turn: Any, *, verification: Any = None, gateway: Any = None) -> None:
+        self._turn = turn
+        self.verification = verification
+        self._gateway = gateway
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._turn, name)
+
+    @property
+    def turn(self) -> Any:
+        return self._turn
+
+    async def ask_model(self, request: Any) -> Any:
+        """Run ``request`` (a ``ModelRequest``) as a model step of this turn; a ``ModelReply``.
+
+        Raises ``BackendError`` when every backend of the role failed, and ``PluginError`` when
+        nothing can run model steps here (outside a turn's engine)."""
+        if self._gateway is None:
+            from ora_core.kernel.errors import PluginError
+
+            raise PluginError("no model gateway here: ask_model runs only inside a turn's engine")
+        return await self._gateway(request, self)
+
+
+class StandaloneContext:
+    """The ``ctx`` handed to components outside a turn (``ora vault search``, ``ora models
+    list --check``, benchmarks): the configuration, and contingencies reported on stderr and
+    kept in ``contingencies`` instead of a trace."""
+
+    def __init__(self, config: Any, *, stderr: IO[str] | None = None, host: Any = None,
+                 secrets: Sequence[str] = ()) -> None:
+        self.config = config
+        self.host = host
+        self.secrets = tuple(s for s in secrets if s)
+        self.stderr = stderr if stderr is not None else sys.stderr
+        self.contingencies: list[Contingency] = []
+        self.data: dict[str, Any] = {}
+
+    def embedder(self, name: str | None = None) -> Any:
+        """The configured embedder (``[embedding] embedder``), or the one registered as ``name``."""
+        return embedder_for(self.host, self.config, name)
+
+    def contingency(self, name: str, step: str, detail: str = "", *,
+                    severity: str = "warning", **data: Any) -> Contingency:
+        record = Contingency(name=name, step=step, detail=detail, severity=severity, data=data)  # type: ignore[arg-type]
+        self.contingencies.append(record)
+        print(f"ora: {step}: {name}" + (f" ({detail})" if detail else ""), file=self.stderr)
+        return record
+
+
+class StepRecorder:
+    """The handle a step writes its output package and health into."""
+
+    def __init__(self, turn: TurnContext, name: str, index: int) -> None:
+        self.turn = turn
+        self.name = name
+        self.index = index
+        self.output: dict[str, Any] = {}
+        self.health = turn.health.setdefault(name, StepHealth(step=name))
+        self._start = datetime.now(timezone.utc)
+
+    def contingency(self, name: str, detail: str = "", **kw: Any) -> Contingency:
+        return self.turn.contingency(name, self.name, detail, **kw)
+
+    def finish(self) -> None:
+        self.health.latency_s = (datetime.now(timezone.utc) - self._start).total_seconds()
+        self.turn.emit("step_finished", step=self.name, step_index=self.index, output=self.output,
+                       health=self.health.model_dump(mode="json"))

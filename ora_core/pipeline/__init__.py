@@ -1,5 +1,0 @@
-"""The pipeline engine: one turn from raw prompt to result, every boundary traced."""
-
-from .runner import Runtime, run_turn
-
-__all__ = ["Runtime", "run_turn"]
