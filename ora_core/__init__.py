@@ -1,7 +1,10 @@
-"""Ora's kernel: hookspecs, plugin loading, data models, configuration, trace API, pipeline.
+"""Ora: multi-step LLM pipelines whose failures are never silent.
 
-The kernel has no detector, backend, retriever, verifier or sink of its own: all behaviour
-comes from plugins registered through the ``ora`` entry-point group.
+``ora_core`` has three floors, each importing only the ones beneath it: the kernel (contracts:
+hookspecs, plugin loading, layers, data models, errors, configuration, the trace API), the engine
+(the pipeline) and the CLI. Plugins and applications use ``ora_core.api`` (and ``hookimpl`` from
+here) and nothing else. All behaviour comes from plugins registered through the ``ora``
+entry-point group, first-party ones included.
 """
 
 from ora_core.kernel.hookspecs import hookimpl
