@@ -1,8 +1,10 @@
 """``ora run``: one turn, as a client of the application API (``Ora.stream``).
 
 The typed events of the turn drive the progress lines on stderr; the last one carries the result,
-printed on stdout (or as JSON). Exit codes: 0 ok or degraded, 1 configuration or plugin error,
-2 usage error (an empty prompt, an unknown fault-injection mode), 3 needs_clarification,
+printed on stdout (or as JSON). The prompt comes from the argument, from standard input (``ora run -``, nothing over the
+argument-length limit) or from a file (``--prompt-file PATH``). Exit codes: 0 ok or degraded,
+1 configuration or plugin error, 2 usage error (an empty prompt, a missing or non-UTF-8 prompt
+file, empty standard input, an unknown fault-injection mode), 3 needs_clarification,
 4 halted (the diagnostic is printed).
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from pathlib import Path
 from typing import Any, Optional
 
 import typer
@@ -37,10 +40,50 @@ def progress_line(event: Any) -> str | None:
     return None
 
 
+def read_prompt(prompt: str | None, prompt_file: str | None, stdin: Any = None) -> str:
+    """The prompt from the argument, ``-`` (standard input) or ``--prompt-file``; a usage error
+    naming what was wrong (both given, neither, a missing or non-UTF-8 file, empty input)."""
+    if prompt is not None and prompt_file is not None:
+        raise UsageError("give the prompt either as an argument or with --prompt-file, not both")
+    if prompt_file is not None:
+        path = Path(prompt_file).expanduser()
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise UsageError(f"--prompt-file {str(path)!r} does not exist") from None
+        except OSError as exc:
+            raise UsageError(f"--prompt-file {str(path)!r} cannot be read: {exc.strerror or exc}") from None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"--prompt-file {str(path)!r} is not UTF-8 text ({exc.reason} at byte {exc.start})") \
+                from None
+        if not text.strip():
+            raise UsageError(f"--prompt-file {str(path)!r} is empty: there is nothing to answer")
+        return text
+    if prompt is None:
+        raise UsageError("no prompt: give it as an argument, as '-' to read standard input, or with --prompt-file")
+    if prompt == "-":
+        stream = stdin if stdin is not None else sys.stdin
+        data = stream.buffer.read() if hasattr(stream, "buffer") else stream.read()
+        if isinstance(data, bytes):
+            try:
+                data = data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise UsageError(f"standard input is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        if not data.strip():
+            raise UsageError("standard input is empty: there is nothing to answer")
+        return data
+    return prompt
+
+
 def register(app: typer.Typer) -> None:
     @app.command()
     def run(
-        prompt: str = typer.Argument(..., help="The prompt to answer."),
+        prompt: Optional[str] = typer.Argument(
+            None, help="The prompt to answer; '-' reads it from standard input."),
+        prompt_file: Optional[str] = typer.Option(None, "--prompt-file", help="Read the prompt from this file "
+                                                  "(UTF-8)."),
         as_json: bool = typer.Option(False, "--json", help="Print the result object as JSON."),
         conversation: Optional[str] = typer.Option(None, "--conversation", help="Conversation id."),
         mode: Optional[str] = typer.Option(None, "--mode", help="Force a mode (skips pre-routing)."),
@@ -56,7 +99,7 @@ def register(app: typer.Typer) -> None:
         from ora_core.engine.faults import resolve_injector
 
         try:
-            check_prompt(prompt)
+            prompt = check_prompt(read_prompt(prompt, prompt_file))
         except UsageError as exc:
             raise fail(str(exc), code=EXIT_USAGE) from None
         ora = Ora(host=get_host(), config=get_config())
