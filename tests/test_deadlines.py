@@ -149,13 +149,27 @@ def test_the_watchdog_ticks_only_while_blocks_are_open_and_serves_each_loop_and_
         await asyncio.sleep(2 * TICK_S)  # nothing open: the last tick does not re-arm
         return outcomes, dog.handle is not None, not dog.open
 
-    results: list[Any] = []
-    threads = [threading.Thread(target=lambda: results.append(asyncio.run(main()))) for _ in range(2)]
+    # Each worker's result, or the exception that ended it (an assertion inside ``main`` included),
+    # goes back to this thread: a failing or missing worker fails the test.
+    results: dict[str, Any] = {}
+    errors: dict[str, BaseException] = {}
+
+    def worker() -> None:
+        name = threading.current_thread().name
+        try:
+            results[name] = asyncio.run(main())
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread and asserted on below
+            errors[name] = exc
+
+    threads = [threading.Thread(target=worker, name=f"loop-thread-{n}") for n in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(10)
-    results.append(asyncio.run(main()))  # and again on this thread's new loop
-    for outcomes, still_ticking, empty in results:
+    assert [t.name for t in threads if t.is_alive()] == [], "a worker thread did not finish within 10 s"
+    assert errors == {}
+    results["main"] = asyncio.run(main())  # and again on this thread's new loop
+    assert sorted(results) == ["loop-thread-0", "loop-thread-1", "main"]
+    for outcomes, still_ticking, empty in results.values():
         assert outcomes == ["timed out", "answered", "timed out"]
         assert not still_ticking and empty

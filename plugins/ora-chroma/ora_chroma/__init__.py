@@ -1,9 +1,11 @@
-"""Ora plugin: retrieval on Chroma with MiniLM embeddings.
+"""Ora plugin: retrieval on Chroma.
 
 Registers three retrievers (streams ``concept``, ``conversation``, ``relationship``), the
 ``ora vault`` commands, and the post-turn hook that indexes each exchange into conversation
-memory. This module stays light: chromadb and the MiniLM encoder (``ora-minilm``) are imported
-inside the functions that use them, so ``ora --help`` never pays for them.
+memory. Vectors come from the embedder the host registers under the configured name
+(``[embedding] embedder``, ``minilm`` from ora-minilm by default), asked for through
+``ctx.embedder()``: this plugin imports no model and no other plugin. This module stays light:
+chromadb is imported inside the functions that use it, so ``ora --help`` never pays for it.
 
 Settings: ``[retrieval]`` (``path``, ``server_url``, ``k``, ``approved_weight``, ``streams``)
 and ``[plugins.chroma]`` (see ``ora_chroma.settings.ChromaSettings``).

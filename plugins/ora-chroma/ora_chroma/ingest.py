@@ -1,4 +1,7 @@
-"""``ora vault add`` and ``ora vault sync``: files -> chunks -> MiniLM vectors -> Chroma.
+"""``ora vault add`` and ``ora vault sync``: files -> chunks -> vectors -> Chroma.
+
+The vectors come from the embedder the host registers under the configured name (the command
+passes ``ctx.embedder()``; ``minilm`` by default).
 
 Idempotent by construction: chunk ids are content hashes, the ids already in Chroma are read
 back per file, and only chunks Chroma lacks are embedded. A changed file gets its new chunks
@@ -134,8 +137,12 @@ def _metadata(note: ParsedNote, root: Path, heading: str, index: int, ingested_a
 
 
 class Ingestor:
-    def __init__(self, store: VaultStore, progress: Progress | None = None) -> None:
+    """Writes notes into ``store``, embedding them with ``embedder`` (an ``ora_core.api.Embedder``,
+    the host's; see ``ora_chroma.embedding.embedder_of``)."""
+
+    def __init__(self, store: VaultStore, embedder: Any, progress: Progress | None = None) -> None:
         self.store = store
+        self.embedder = embedder
         self.settings = store.settings
         self.progress = progress
 
@@ -278,7 +285,7 @@ class Ingestor:
             writing: Future[None] | None = None
             for start in range(0, total, group):
                 part = pending[start:start + group]
-                vectors = embed([text for _, text, _ in part], self.settings.batch_size)
+                vectors = embed(self.embedder, [text for _, text, _ in part], self.settings.batch_size)
                 if writing is not None:
                     writing.result()  # a failed write raises here, before more work is done
                 writing = pool.submit(self.collection.add, ids=[i for i, _, _ in part], embeddings=vectors,

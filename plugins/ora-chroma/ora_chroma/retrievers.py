@@ -1,10 +1,12 @@
 """The three Chroma retrievers, one per stream: ``concept`` (the vault), ``conversation``
 (conversation memory) and ``relationship`` (the link graph between vault notes).
 
-Sync, called by the kernel from worker threads. Any failure of Chroma, the manifest or the
-embedding model is raised as ``ora_core.kernel.errors.RetrievalError`` with the cause chained: the
-kernel turns it into empty context plus a named record. An empty result without an error
-carries an ``EmptyDiagnosis`` (see ``ranking``).
+Sync, called by the kernel from worker threads. The query is embedded by the embedder the host
+registers under the configured name (``ctx.embedder()``, see ``embedding``). Any failure of
+Chroma, the manifest or the embedder (an unknown ``embedding.embedder`` included) is raised as
+``RetrievalError`` with the cause named and chained: the kernel turns it into empty context plus
+a named record in ``rag-failures.jsonl``. An empty result without an error carries an
+``EmptyDiagnosis`` (see ``ranking``); an empty collection needs no query vector.
 """
 
 from __future__ import annotations
@@ -14,21 +16,21 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ora_core.api import EmptyDiagnosis, EmptyReason, Retrieval, RetrievalError, RetrievalFilters
+from ora_core.api import EmptyDiagnosis, EmptyReason, OraError, Retrieval, RetrievalError, RetrievalFilters
 
 from .embedding import embed_query
 from .ranking import build_where, diagnose, filter_clauses, filters_applied, query, rank
 from .settings import load_settings, store_location
-from .store import VaultStore
+from .store import VaultStore, configured_embedder
 
-_stores: dict[tuple[str, str], VaultStore] = {}
+_stores: dict[tuple[str, str, str], VaultStore] = {}
 _stores_lock = threading.Lock()
 
 
 def store_for(config: Any) -> VaultStore:
-    """One ``VaultStore`` per (location, settings) per process, so collections are reused."""
+    """One ``VaultStore`` per (location, settings, embedder) per process, so collections are reused."""
     settings = load_settings(config)
-    key = (store_location(config).label, settings.model_dump_json())
+    key = (store_location(config).label, settings.model_dump_json(), configured_embedder(config))
     with _stores_lock:
         store = _stores.get(key)
         if store is None:
@@ -48,14 +50,12 @@ class _ChromaRetriever:
     assumes: frozenset[str] = frozenset()
 
     def warm_up(self, config: Any) -> None:
-        """Open the store and, if it holds anything to search, load the embedding model (the
-        kernel calls this in a background thread while Phase A runs; errors propagate to it and
-        are recorded by name). An empty store needs no model: its retrieval is ``index_empty``."""
-        from .embedding import get_model
-
+        """Import Chroma and open the store and its collections (the kernel calls this in a
+        background thread while Phase A runs; errors propagate to it and are recorded by name).
+        The embedder is the host's: it loads its model on first use, once per process."""
         store = store_for(config)
-        if store.vault.count() or store.conversations.count():
-            get_model()
+        store.vault.count()
+        store.conversations.count()
 
     def retrieve(self, query: str, filters: RetrievalFilters, k: int, ctx: Any) -> Retrieval:
         started = time.perf_counter()
@@ -68,6 +68,8 @@ class _ChromaRetriever:
             result = self._retrieve(store, config, query, filters, max(1, int(k)), ctx)
         except RetrievalError:
             raise
+        except OraError as exc:  # an unknown embedding.embedder, an embedder that failed: named as is
+            raise RetrievalError(f"{self.stream} retrieval failed: {type(exc).__name__}: {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - re-raised as the typed error, cause chained
             where = store_location(config).label if config is not None else "?"
             raise RetrievalError(f"{self.stream} retrieval from {where} failed: "
@@ -99,6 +101,15 @@ class _ChromaRetriever:
                                  detail=f"collection {collection!r} is not among the filter's "
                                         f"collections {filters.collections}"))
         return None
+
+    def _nothing_to_search(self, query_text: str, filters: RetrievalFilters, floor: float, applied: dict[str, Any],
+                           scope: str, detail: str = "") -> Retrieval:
+        """The ``index_empty`` result of a scope holding no chunk: no query vector is needed."""
+        diag = diagnose(scope_total=0, candidates=[], matches=[], unfiltered=[], floor=floor,
+                        filtered=bool(filter_clauses(filters)), dropped_by_budget=0, applied=applied, scope=scope)
+        if detail:
+            diag.detail = detail
+        return Retrieval(stream=self.stream, query=query_text, retriever=self.name, empty_diagnosis=diag)
 
     def _nearest(self, store: VaultStore, config: Any, col: Any, name: str, query_text: str,
                  filters: RetrievalFilters, k: int, floor: float, ctx: Any,
@@ -143,6 +154,8 @@ class ConceptRetriever(_ChromaRetriever):
         excluded = self._excluded(name, col, filters, query_text, applied)
         if excluded:
             return excluded
+        if col.count() == 0:
+            return self._nothing_to_search(query_text, filters, floor, applied, f"collection {name!r}")
         found = self._nearest(store, config, col, name, query_text, filters, k, floor, ctx)
         if not found.ranked.chunks:
             unfiltered = found.candidates if found.where is None else query(col, found.vector, found.n, None)
@@ -171,21 +184,21 @@ class ConversationRetriever(_ChromaRetriever):
         excluded = self._excluded(name, col, filters, query_text, applied)
         if excluded:
             return excluded
+        if not col.get(where=scope, limit=1, include=[])["ids"]:
+            return self._nothing_to_search(
+                query_text, filters, floor, applied, f"collection {name!r} for conversation {conversation_id!r}",
+                detail=f"no turn of conversation {conversation_id!r} is indexed (collection {name!r} holds "
+                       f"{col.count()} chunk(s) in all)")
         found = self._nearest(store, config, col, name, query_text, filters, k, floor, ctx, scope)
         out = found.out
         if not found.ranked.chunks:
             filtered = bool(filter_clauses(filters))
             unfiltered = query(col, found.vector, found.n, scope) if filtered else found.candidates
-            in_scope = len(col.get(where=scope, limit=1, include=[])["ids"])
-            diag = diagnose(
-                scope_total=col.count() if in_scope else 0, candidates=found.candidates, matches=found.matches,
+            out.empty_diagnosis = diagnose(
+                scope_total=col.count(), candidates=found.candidates, matches=found.matches,
                 unfiltered=unfiltered, floor=floor, filtered=filtered,
                 dropped_by_budget=found.ranked.dropped_by_budget, applied=applied,
                 scope=f"collection {name!r} for conversation {conversation_id!r}")
-            if not in_scope:
-                diag.detail = (f"no turn of conversation {conversation_id!r} is indexed "
-                               f"(collection {name!r} holds {col.count()} chunk(s) in all)")
-            out.empty_diagnosis = diag
         return out
 
 

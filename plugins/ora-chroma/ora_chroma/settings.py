@@ -35,7 +35,8 @@ class ChromaSettings(BaseModel):
     max_chars: int = Field(default=6000, ge=1)
     #: Candidates fetched per wanted chunk, so weighting can reorder before truncating to k.
     oversample: int = Field(default=3, ge=1, le=20)
-    #: Embedding batch size, and how many chunks are embedded and written per group.
+    #: Texts per call of the embedder's ``embed``, and how many chunks are embedded and written per
+    #: group (the next group is embedded while the previous one is written).
     batch_size: int = Field(default=64, ge=1, le=4096)
     group_size: int = Field(default=1024, ge=1, le=100_000)
     #: Relationship graph: how many of the top concept hits seed the walk, and how far it goes.

@@ -3,6 +3,10 @@
 Embedded ``PersistentClient`` at ``retrieval.path`` by default; ``HttpClient`` when
 ``retrieval.server_url`` is set. Telemetry is off. One client per location per process.
 
+Each collection records the embedder its vectors come from (``[embedding] embedder``, as the
+embedding function ``ora-<embedder>``; see ``ora_chroma.embedding``): opening it with another
+embedder configured is an ``EmbeddingError`` naming both, never a search that mixes two models.
+
 The manifest (SQLite, ``<retrieval.path>/ora-vault.sqlite``) records which files were
 ingested (with their content hashes and chunk ids) and the relationship graph: edges from
 ``[[wiki links]]`` and front-matter ``related:``. It is what ``ora vault sync`` and the
@@ -22,7 +26,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from .embedding import chroma_embedding_function
+from .embedding import EmbeddingError, chroma_embedding_function, chroma_name
 from .settings import ChromaSettings, StoreLocation, load_settings, store_location
 
 _clients: dict[str, Any] = {}
@@ -65,12 +69,20 @@ def forget_clients() -> None:
     SharedSystemClient.clear_system_cache()
 
 
+def configured_embedder(config: Any) -> str:
+    """The name of the embedder the configuration names (``[embedding] embedder``)."""
+    return str(config.embedding.embedder)
+
+
 class VaultStore:
-    """The collections of one configuration, plus its manifest."""
+    """The collections of one configuration, plus its manifest. The store knows the configured
+    embedder's name (which its collections record); vectors are computed by the callers, with the
+    embedder the host gives them, and passed in."""
 
     def __init__(self, config: Any, settings: ChromaSettings | None = None) -> None:
         self.settings = settings or load_settings(config)
         self.location = store_location(config)
+        self.embedder_name = configured_embedder(config)
         self.manifest = Manifest(self.location.manifest_path)
         self._collections: dict[str, Any] = {}
 
@@ -81,14 +93,31 @@ class VaultStore:
     def collection(self, name: str) -> Any:
         col = self._collections.get(name)
         if col is None:
-            col = self.client.get_or_create_collection(
-                name,
-                embedding_function=chroma_embedding_function(self.settings.batch_size),
-                configuration={"hnsw": {"space": "cosine"}},
-                metadata={"created_by": "ora-chroma"},
-            )
+            try:
+                col = self.client.get_or_create_collection(
+                    name,
+                    embedding_function=chroma_embedding_function(self.embedder_name),
+                    configuration={"hnsw": {"space": "cosine"}},
+                    metadata={"created_by": "ora-chroma"},
+                )
+            except ValueError as exc:
+                if "embedding function conflict" not in str(exc).lower():
+                    raise
+                raise self._built_with_another_embedder(name) from exc
             self._collections[name] = col
         return col
+
+    def _built_with_another_embedder(self, name: str) -> EmbeddingError:
+        stored = (self.client.get_collection(name, embedding_function=None).configuration_json or {}).get(
+            "embedding_function") or {}
+        function = str(stored.get("name", "?"))
+        built_with = function.removeprefix("ora-") if function.startswith("ora-") else f"(Chroma's {function!r})"
+        return EmbeddingError(
+            f"collection {name!r} at {self.location.label} holds vectors of embedder {built_with!r} (embedding "
+            f"function {function!r}), but embedding.embedder is {self.embedder_name!r} (embedding function "
+            f"{chroma_name(self.embedder_name)!r}): the vectors of two models cannot be compared. Set "
+            f"embedding.embedder = {built_with!r}, or ingest into another retrieval.path or [plugins.chroma] "
+            "collection")
 
     @property
     def vault(self) -> Any:

@@ -1,5 +1,6 @@
-"""Fixtures for the Chroma plugin's tests: real Chroma in temporary directories, the real
-MiniLM model loaded once per session."""
+"""Fixtures for the Chroma plugin's tests: real Chroma in temporary directories, and the real
+``minilm`` embedder (plugin ora-minilm) found by a plugin host, as a turn or a command finds it;
+its model loads once per session."""
 
 from __future__ import annotations
 
@@ -11,15 +12,22 @@ from typing import Any
 import pytest
 
 from ora_core.api import StandaloneContext
-from ora_core.testing import make_config
+from ora_core.testing import make_config, make_host
+
+
+def embedder_host() -> Any:
+    """A plugin host with the embedder a default install has (ora-minilm's ``minilm``)."""
+    import ora_minilm.plugin
+
+    return make_host(ora_minilm.plugin)
 
 
 @pytest.fixture(scope="session")
 def minilm() -> Any:
-    """The embedding model, loaded once for the whole session (the slow part: ~10 s)."""
-    from ora_chroma.embedding import get_model
-
-    return get_model()
+    """The ``minilm`` embedder, its model loaded once for the whole session."""
+    embedder = embedder_host().embedder("minilm")
+    embedder.warm_up()
+    return embedder
 
 
 def write_notes(root: Path, notes: dict[str, str]) -> Path:
@@ -48,7 +56,7 @@ def chroma_config(tmp_path: Path) -> Callable[..., Any]:
 
 
 def standalone(config: Any, conversation_id: str = "default") -> StandaloneContext:
-    ctx = StandaloneContext(config)
+    ctx = StandaloneContext(config, host=embedder_host())
     ctx.conversation_id = conversation_id  # type: ignore[attr-defined]
     return ctx
 
@@ -61,5 +69,6 @@ def notes() -> Callable[[Path, dict[str, str]], Path]:
 
 @pytest.fixture
 def ctx_for() -> Callable[..., StandaloneContext]:
-    """``ctx_for(config, conversation_id="default")``: the ctx a retriever gets outside a turn."""
+    """``ctx_for(config, conversation_id="default")``: the ctx a retriever gets outside a turn (its
+    host registers the ``minilm`` embedder)."""
     return standalone

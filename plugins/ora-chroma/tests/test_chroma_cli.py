@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import ora_chroma
+import ora_minilm.plugin
 import pytest
 from typer.testing import CliRunner
 
@@ -18,7 +19,7 @@ def ora(tmp_path: Path):
     config.write_text(f'[retrieval]\npath = "{tmp_path / "chroma"}"\n[trace]\nroot = "{tmp_path / "traces"}"\n',
                       encoding="utf-8")
     app = build_app()
-    host = make_host(ora_chroma)
+    host = make_host(ora_chroma, ora_minilm.plugin)
     host.register_commands(app, cli_context(host))
     runner = CliRunner()
 
@@ -75,3 +76,15 @@ def test_bad_stream_and_bad_settings_are_named(ora, tmp_path):
     config.write_text(config.read_text() + "[plugins.chroma]\noverlap_words = 500\nchunk_words = 100\n")
     wrong = ora("vault", "stats")
     assert wrong.exit_code == 1 and "plugins.chroma" in wrong.stderr and "overlap_words" in wrong.stderr
+
+
+def test_an_embedder_no_plugin_registers_fails_add_and_search_naming_the_registered_ones(ora, tmp_path, notes):
+    config = tmp_path / "ora.toml"
+    config.write_text(config.read_text() + '[embedding]\nembedder = "e5-large"\n', encoding="utf-8")
+    vault = notes(tmp_path / "vault", {"cap.md": "# Cap\nTwo supplemental requests per step.\n"})
+    for args in (("vault", "add", str(vault)), ("vault", "sync"), ("vault", "search", "supplemental requests")):
+        done = ora(*args)
+        assert done.exit_code == 1, args
+        assert "embedding.embedder names 'e5-large', which no plugin registers" in done.stderr, args
+        assert "(registered embedders: minilm)" in done.stderr, args
+    assert not (tmp_path / "chroma").exists()  # nothing was written

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import ora_chroma
+import ora_minilm.plugin
 import ora_scripted
 import pytest
 from ora_chroma.conversation import CONTINGENCY, FAILURE_LOG
@@ -57,7 +58,7 @@ def _runtime(tmp_path: Path, *, retrieval: dict[str, Any] | None = None, prompt:
     resolved = scripted_config(trace_root or tmp_path / "traces", rules=rules,
                                retrieval={"path": str(tmp_path / "chroma"), **(retrieval or {})})
     sink = RecordingSink()
-    host = make_host(ora_scripted, ora_modes, ora_chroma, SinkPlugin(sink))
+    host = make_host(ora_scripted, ora_modes, ora_chroma, ora_minilm.plugin, SinkPlugin(sink))
     return make_runtime(host, resolved, stderr=io.StringIO()), sink
 
 

@@ -55,8 +55,8 @@ def vault(tmp_path: Path, notes) -> Path:
     return notes(tmp_path / "vault", NOTES)
 
 
-def _ingested(config, vault: Path) -> None:
-    Ingestor(store_for(config)).add([vault])
+def _ingested(config, vault: Path, embedder) -> None:
+    Ingestor(store_for(config), embedder).add([vault])
 
 
 def test_index_empty_when_nothing_was_ingested(minilm, chroma_config, ctx_for):
@@ -71,7 +71,7 @@ def test_index_empty_when_nothing_was_ingested(minilm, chroma_config, ctx_for):
 
 def test_no_match_when_every_hit_is_below_the_similarity_floor(minilm, vault, chroma_config, ctx_for):
     config = chroma_config()
-    _ingested(config, vault)
+    _ingested(config, vault, minilm)
     got = ConceptRetriever().retrieve("stellar nucleosynthesis in supernova remnants", RetrievalFilters(), 5,
                                       ctx_for(config))
     diag = got.empty_diagnosis
@@ -88,7 +88,7 @@ def test_no_match_when_every_hit_is_below_the_similarity_floor(minilm, vault, ch
 
 def test_filtered_out_when_the_modes_type_filter_removes_every_match(minilm, vault, chroma_config, ctx_for):
     config = chroma_config()
-    _ingested(config, vault)
+    _ingested(config, vault, minilm)
     filters = RetrievalFilters(types=["engram"])
     got = ConceptRetriever().retrieve("verifier verdicts PASS FAIL BROKEN", filters, 5, ctx_for(config))
     diag = got.empty_diagnosis
@@ -100,7 +100,7 @@ def test_filtered_out_when_the_modes_type_filter_removes_every_match(minilm, vau
 
 def test_filtered_out_when_the_filter_excludes_the_collection(minilm, vault, chroma_config, ctx_for):
     config = chroma_config()
-    _ingested(config, vault)
+    _ingested(config, vault, minilm)
     got = ConceptRetriever().retrieve("verdicts", RetrievalFilters(collections=["web"]), 5, ctx_for(config))
     assert got.empty_diagnosis.empty_reason is EmptyReason.filtered_out
     assert "'vault'" in got.empty_diagnosis.detail
@@ -108,7 +108,7 @@ def test_filtered_out_when_the_filter_excludes_the_collection(minilm, vault, chr
 
 def test_ranker_truncation_when_the_budget_drops_every_match(minilm, vault, chroma_config, ctx_for):
     config = chroma_config(max_chars=40)  # smaller than any chunk
-    _ingested(config, vault)
+    _ingested(config, vault, minilm)
     got = ConceptRetriever().retrieve("verifier verdicts PASS FAIL BROKEN", RetrievalFilters(), 5,
                                       ctx_for(config))
     diag = got.empty_diagnosis
@@ -120,7 +120,7 @@ def test_ranker_truncation_when_the_budget_drops_every_match(minilm, vault, chro
 
 def test_relationship_walk_returns_linked_notes_with_their_path(minilm, vault, chroma_config, ctx_for):
     config = chroma_config(seed_notes=1)
-    _ingested(config, vault)
+    _ingested(config, vault, minilm)
     got = RelationshipRetriever().retrieve("adversarial cascade with depth and breadth analysts",
                                            RetrievalFilters(), 5, ctx_for(config))
     by_note = {c.provenance.extra["note"]: c.provenance for c in got.chunks}
@@ -135,7 +135,7 @@ def test_relationship_walk_returns_linked_notes_with_their_path(minilm, vault, c
 
 def test_relationship_filters_apply_to_the_neighbours(minilm, vault, chroma_config, ctx_for):
     config = chroma_config(seed_notes=1)
-    _ingested(config, vault)
+    _ingested(config, vault, minilm)
     query = "adversarial cascade with depth and breadth analysts"
     got = RelationshipRetriever().retrieve(query, RetrievalFilters(types=["reference"]), 5, ctx_for(config))
     assert [c.provenance.extra["note"] for c in got.chunks] == ["verdicts.md"]
@@ -145,7 +145,7 @@ def test_relationship_filters_apply_to_the_neighbours(minilm, vault, chroma_conf
 
 def test_relationship_no_match_when_the_top_hit_links_nowhere(minilm, vault, chroma_config, ctx_for):
     config = chroma_config(seed_notes=1)
-    _ingested(config, vault)
+    _ingested(config, vault, minilm)
     got = RelationshipRetriever().retrieve("feeding a sourdough starter flour and water", RetrievalFilters(),
                                            5, ctx_for(config))
     assert got.chunks == []
@@ -155,7 +155,7 @@ def test_relationship_no_match_when_the_top_hit_links_nowhere(minilm, vault, chr
 
 def test_two_hops_reach_further(minilm, vault, chroma_config, ctx_for):
     config = chroma_config(seed_notes=1, hops=2)
-    _ingested(config, vault)
+    _ingested(config, vault, minilm)
     got = RelationshipRetriever().retrieve("critical truncation budget signal", RetrievalFilters(), 5,
                                            ctx_for(config))
     paths = {c.provenance.extra["note"]: c.provenance.extra["path"] for c in got.chunks}

@@ -17,6 +17,7 @@ from typing import Any
 
 import httpx
 import ora_chroma
+import ora_minilm.plugin
 import ora_scripted
 import ora_trace_fs
 import pytest
@@ -133,7 +134,7 @@ def test_queries_go_through_the_server_and_fail_loudly_once_it_dies(minilm, chro
     store = store_for(config)
     assert type(store.client).__name__ == "Client" and store.location.server_url == chroma_server.url
     vault = notes(tmp_path / "vault", VAULT)
-    report = Ingestor(store).add([vault])
+    report = Ingestor(store, minilm).add([vault])
     assert report.files_new == 2 and report.store == chroma_server.url
     # the chunks live in the server's directory, not in the local store path
     assert (chroma_server.path / "chroma.sqlite3").is_file()
@@ -161,9 +162,9 @@ def test_a_turn_after_the_server_dies_gets_empty_context_and_a_named_rag_failure
                                           "streams": {"conversation": False}},
                                plugins={"trace-fs": {"fsync": False}})
     sink = SinkPlugin()
-    rt = make_runtime(make_host(ora_scripted, ora_modes, ora_chroma, ora_trace_fs, sink), resolved,
+    rt = make_runtime(make_host(ora_scripted, ora_modes, ora_chroma, ora_minilm.plugin, ora_trace_fs, sink), resolved,
                       stderr=io.StringIO())
-    Ingestor(store_for(rt.config)).add([notes(tmp_path / "vault", VAULT)])
+    Ingestor(store_for(rt.config), minilm).add([notes(tmp_path / "vault", VAULT)])
 
     alive = run_turn(rt, QUESTION, mode="standard")
     chunks = {e.data["stream"]: e.data["chunks"] for e in sink.events

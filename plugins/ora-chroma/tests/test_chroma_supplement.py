@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import ora_chroma
+import ora_minilm.plugin
 import ora_scripted
 import ora_trace_fs
 import pytest
@@ -62,10 +63,10 @@ def test_a_gear_2_supplement_request_is_answered_from_the_chroma_vault(minilm, t
                                retrieval={"path": str(tmp_path / "chroma"),
                                           "streams": {"conversation": False, "relationship": False}},
                                plugins={"trace-fs": {"fsync": False}})
-    rt = make_runtime(make_host(ora_scripted, ora_modes, ora_trace_fs, ora_chroma), resolved,
+    rt = make_runtime(make_host(ora_scripted, ora_modes, ora_trace_fs, ora_chroma, ora_minilm.plugin), resolved,
                       stderr=io.StringIO())
     vault = notes(tmp_path / "vault", NOTES)
-    Ingestor(store_for(rt.config)).add([vault])
+    Ingestor(store_for(rt.config), minilm).add([vault])
 
     result = run_turn(rt, QUESTION, mode="standard")
     assert result.trace_path, rt.stderr.getvalue()

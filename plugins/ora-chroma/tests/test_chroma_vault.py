@@ -63,7 +63,7 @@ def vault(tmp_path: Path, notes) -> Path:
 
 def test_ingest_then_search_returns_chunks_with_full_provenance(minilm, vault, chroma_config, ctx_for):
     config = chroma_config()
-    report = Ingestor(store_for(config)).add([vault])
+    report = Ingestor(store_for(config), minilm).add([vault])
     assert (report.files_seen, report.files_new, report.skipped) == (4, 4, [])
     assert report.chunks_total == report.chunks_added >= 5
 
@@ -91,7 +91,7 @@ def test_approved_sources_are_weighted_up(minilm, tmp_path, notes, chroma_config
                      "verdict: PASS, FAIL or BROKEN.\n",
     })
     unweighted = chroma_config(retrieval={"approved_weight": 1.0})
-    Ingestor(store_for(unweighted)).add([root])
+    Ingestor(store_for(unweighted), minilm).add([root])
     q = "what verdicts does the verifier return"
     flat = ConceptRetriever().retrieve(q, RetrievalFilters(min_score=0.0), 2, ctx_for(unweighted))
     assert [c.provenance.weight for c in flat.chunks] == [1.0, 1.0]
@@ -108,7 +108,7 @@ def test_approved_sources_are_weighted_up(minilm, tmp_path, notes, chroma_config
 
 def test_type_filters_from_a_mode_are_applied(minilm, vault, chroma_config, ctx_for):
     config = chroma_config()
-    Ingestor(store_for(config)).add([vault])
+    Ingestor(store_for(config), minilm).add([vault])
     got = ConceptRetriever().retrieve("baking bread", RetrievalFilters(types=["note"], min_score=0.1), 5,
                                       ctx_for(config))
     assert got.chunks and {c.provenance.type for c in got.chunks} == {"note"}
@@ -119,10 +119,10 @@ def test_type_filters_from_a_mode_are_applied(minilm, vault, chroma_config, ctx_
 
 def test_reingest_is_idempotent(minilm, vault, chroma_config):
     store = store_for(chroma_config())
-    first = Ingestor(store).add([vault])
+    first = Ingestor(store, minilm).add([vault])
     ids_before = sorted(store.vault.get(include=[])["ids"])
     stamps_before = {m["ingested_at"] for m in store.vault.get(include=["metadatas"])["metadatas"]}
-    second = Ingestor(store).add([vault])
+    second = Ingestor(store, minilm).add([vault])
     assert (second.chunks_added, second.chunks_removed, second.files_unchanged) == (0, 0, 4)
     assert second.chunks_total == first.chunks_total
     assert sorted(store.vault.get(include=[])["ids"]) == ids_before
@@ -132,10 +132,10 @@ def test_reingest_is_idempotent(minilm, vault, chroma_config):
 def test_a_changed_file_is_replaced_not_duplicated(minilm, vault, chroma_config, ctx_for):
     config = chroma_config()
     store = store_for(config)
-    Ingestor(store).add([vault])
+    Ingestor(store, minilm).add([vault])
     total = store.vault.count()
     (vault / "kitchen.txt").write_text("Knead the dough for ten minutes before proofing.\n", encoding="utf-8")
-    report = Ingestor(store).add([vault])
+    report = Ingestor(store, minilm).add([vault])
     assert (report.files_changed, report.files_unchanged) == (1, 3)
     assert (report.chunks_added, report.chunks_removed) == (1, 1)
     assert store.vault.count() == total
@@ -149,11 +149,11 @@ def test_a_changed_file_is_replaced_not_duplicated(minilm, vault, chroma_config,
 def test_sync_removes_deleted_files_and_their_links(minilm, vault, chroma_config, ctx_for):
     config = chroma_config()
     store = store_for(config)
-    Ingestor(store).add([vault])
+    Ingestor(store, minilm).add([vault])
     assert store.manifest.edge_counts()[0] == 2
     (vault / "forensic-trace.md").unlink()
     (vault / "new.md").write_text("# New\nA brand new note about step health.\n", encoding="utf-8")
-    report = Ingestor(store).sync()
+    report = Ingestor(store, minilm).sync()
     assert report.removed == [str(vault / "forensic-trace.md")]
     assert report.files_removed == 1 and report.files_new == 1 and report.chunks_removed >= 1
     assert not store.vault.get(where={"source": str(vault / "forensic-trace.md")}, include=[])["ids"]
@@ -168,9 +168,9 @@ def test_sync_removes_deleted_files_and_their_links(minilm, vault, chroma_config
 def test_sync_after_a_whole_root_is_deleted(minilm, tmp_path, notes, chroma_config):
     root = notes(tmp_path / "gone", {"a.md": "# A\nsome text about gears\n"})
     store = store_for(chroma_config())
-    Ingestor(store).add([root])
+    Ingestor(store, minilm).add([root])
     shutil.rmtree(root)
-    report = Ingestor(store).sync()
+    report = Ingestor(store, minilm).sync()
     assert report.files_removed == 1 and store.vault.count() == 0
 
 
@@ -181,7 +181,7 @@ def test_malformed_front_matter_is_skipped_and_named_while_the_rest_ingests(mini
         "bad.md": "---\ntype: [oops\n---\n# Bad\ntext\n",
         "also-good.md": "---\ntype: concept\n---\n# Also good\nmore text\n",
     })
-    report = Ingestor(store_for(chroma_config())).add([root])
+    report = Ingestor(store_for(chroma_config()), minilm).add([root])
     assert report.files_new == 2
     assert report.malformed == 1
     assert report.skipped[0].path == str(root / "bad.md")
@@ -217,7 +217,7 @@ def test_an_unreadable_vault_directory_is_a_clear_error_before_anything_is_writt
     locked.chmod(0)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120,
-                              env={**os.environ, "ORA_PLUGINS": "chroma"})
+                              env={**os.environ, "ORA_PLUGINS": "chroma,minilm"})
     finally:
         locked.chmod(0o755)
     assert proc.returncode == 1, proc.stderr

@@ -7,8 +7,10 @@
 - detector ``unsupported-specifics`` (layer ``model_output``, assumes ``evidence_available``):
   numbers, dates, names and quotations of a model output that the evidence lacks.
 
-This module stays light: the MiniLM model (``ora-minilm``, numpy) is loaded on the first
-``verify`` call, once per process, and shared with ora-chroma when that plugin is installed.
+The similarity comes from the embedder the host registers under the configured name
+(``ctx.embedder()``, ``[embedding] embedder``: ``minilm`` from ora-minilm by default); this
+plugin imports no model and no other plugin. This module stays light: the embedder loads its
+model on the first ``verify`` that needs it, once per process however many components use it.
 """
 
 from __future__ import annotations

