@@ -245,3 +245,33 @@ def test_a_phase_a_reply_without_its_header_is_stopped_early_and_named(reply: st
         assert result.cleaned_prompt == "Explain the protocol." and not contingencies
     [record] = turn.calls
     assert record.error is None and record.role == "phase_a"
+
+
+def test_the_configured_embedder_warms_up_in_the_background_too(tmp_path: Path) -> None:
+    class SlowEmbedder:
+        name = "slow"
+        dimension = 2
+        warmed: list[str] = []
+
+        def warm_up(self) -> None:
+            time.sleep(0.1)
+            self.warmed.append(threading.current_thread().name)
+
+        def embed(self, texts: Any) -> list[list[float]]:
+            return [[1.0, 0.0] for _ in texts]
+
+    embedder = SlowEmbedder()
+
+    class EmbedderPlugin:
+        @hookimpl
+        def ora_register_embedders(self, register: Any) -> None:
+            register(embedder)
+
+    resolved = scripted_config(tmp_path / "traces", default="The protocol asks for the missing fact. CONFIDENCE: 0.9",
+                               embedding={"embedder": "slow"})
+    events: list[Any] = []
+    runtime = make_runtime(host(RetrieverPlugin(WarmingRetriever("concept")), EmbedderPlugin()), resolved)
+    run_turn(runtime, PROMPT, mode="standard", on_event=events.append)
+    assert embedder.warmed and embedder.warmed[0].startswith("ora-warmup-embedder-slow")
+    notes = {e.data["warmup"]: e.data for e in events if e.kind == "note" and e.step == "warmup"}
+    assert notes["embedder-slow"]["status"] == "ok"

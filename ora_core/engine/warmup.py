@@ -2,8 +2,10 @@
 
 A cold default turn imports chromadb and loads the embedding model at its first retrieval
 (~1.4 s of CPU with ``ora-minilm``), and Phase A (a model call) comes before that. ``start_warmup`` calls
-each enabled stream's retriever's optional ``warm_up(config)`` (and each planned backend's
-optional ``warm_up()``) in daemon threads at turn start, so the loading overlaps Phase A.
+each enabled stream's retriever's optional ``warm_up(config)``, the configured embedder's optional
+``warm_up()`` (``[embedding] embedder``: the retrievers, the router and the grounding verifier all
+ask the host for it) and each planned backend's optional ``warm_up()`` in daemon threads at turn
+start, so the loading overlaps Phase A.
 
 Warm-up is an optimisation, never a dependency: the real call loads whatever is still missing.
 A warm-up that fails is still recorded by name (a ``note`` trace event and a
@@ -76,6 +78,12 @@ def start_warmup(runtime: Any, turn: Any, roles: tuple[str, ...] = ()) -> Warmup
         if callable(hook):
             name = f"retriever-{getattr(retriever, 'name', stream)}"
             targets.setdefault(name, (hook, (config,)))
+    embedder_name = getattr(getattr(config, "embedding", None), "embedder", None)
+    if embedder_name and turn.host is not None:
+        embedder = turn.host.components("embedder").get(embedder_name)
+        hook = getattr(embedder, "warm_up", None)
+        if callable(hook):
+            targets[f"embedder-{embedder_name}"] = (hook, ())
     for role in roles:
         backend_name = getattr(config.roles, role, None)
         if backend_name is None or f"backend-{backend_name}" in targets:
