@@ -5,8 +5,11 @@ A verifier whose backend raised, whose browser session expired, who hit a rate l
 answered with garbage has not verified anything: its output is BROKEN, never PASS.
 
 - ``parse_verdict(raw, quoted=...) -> ParsedVerdict`` — the pure function the kernel calls on
-  every verifier output (``ParsedVerdict.to_verdict(name, raw)`` gives the kernel's ``Verdict``).
-- ``VERDICT_CONTRACT`` — the instruction to give verifier models (the verdict-line contract).
+  every verifier output (``ParsedVerdict.to_verdict(name, raw)`` gives the kernel's ``Verdict``):
+  the strict grammar (a verdict line is a whole line; a PASS is unanimous, so a failure signal in
+  the verifier's own text turns it into a FAIL; quoted material never counts), in ``verdict``.
+- ``FailureSignal`` — one line of the verifier's own text that names a failure (``failure_signals``).
+- ``VERDICT_CONTRACT`` — the instruction to give verifier models (the grammar, told exactly).
 - ``BrokenVerdictDetector`` — the same parse as a Detector on the ``verifier_output`` layer,
   registered as ``broken-verdict``: a strong ``broken`` signal for a BROKEN output, a ``verdict``
   signal (PASS/FAIL and the findings) otherwise. The engine reads every verifier's raw text
@@ -21,6 +24,7 @@ from collections.abc import Callable
 from ora_core import hookimpl
 
 from .detector import QUOTED_KEY, BrokenVerdictDetector
+from .failure_signals import FailureSignal
 from .model_verifier import ModelVerifier
 from .verdict import VERDICT_CONTRACT, ParsedVerdict, parse_verdict, verdict_from_output
 
@@ -28,6 +32,7 @@ __all__ = [
     "QUOTED_KEY",
     "VERDICT_CONTRACT",
     "BrokenVerdictDetector",
+    "FailureSignal",
     "ModelVerifier",
     "ParsedVerdict",
     "parse_verdict",

@@ -7,7 +7,7 @@ from typing import Any
 
 from ora_core.api import Signal
 
-from .verdict import findings_after, parse_verdict
+from .verdict import parse_verdict
 
 #: Where the detector looks, in ``ctx.data``, for the texts the verifier was shown (the subject
 #: under verification and the evidence chunks), so that quotations of them are never read as
@@ -31,9 +31,11 @@ class BrokenVerdictDetector:
     - A BROKEN output (an error, a session wall, garbage, no verdict line): one strong
       ``verifier-broken:<kind>`` signal of kind ``broken`` (its data is the whole parse).
     - A PASS or FAIL output: one ``verdict`` signal of kind ``verdict`` (``data.status`` PASS or
-      FAIL, ``data.findings`` the lines after the verdict line: the reasons for a FAIL), and a
-      weak ``verifier-conflicting-verdicts`` signal of kind ``broken`` when an earlier verdict
-      line said the opposite.
+      FAIL; ``data.line`` the line that decided; ``data.findings`` the reasons: for a FAIL the lines
+      after its verdict line and every failure line of the own text; ``data.downgraded`` when a
+      PASS line was overruled by a failure in the verifier's own text), and a weak
+      ``verifier-conflicting-verdicts`` signal of kind ``broken`` when the own text disagrees with
+      itself (verdict lines of both kinds, or a PASS line beside a failure).
     """
 
     name = "broken-verdict"
@@ -54,7 +56,9 @@ class BrokenVerdictDetector:
                           matched=parsed.verdict_line or "",
                           data={"status": parsed.status.value, "line": parsed.verdict_line,
                                 "line_no": parsed.verdict_line_no, "source": parsed.source,
-                                "findings": findings_after(text, parsed, quoted_from_ctx(ctx))})]
+                                "downgraded": parsed.downgraded, "overruled_line": parsed.overruled_line,
+                                "failure_signals": len(parsed.failure_signals),
+                                "findings": list(parsed.findings)})]
         if parsed.conflicting:
             signals.append(Signal(detector=self.name, kind=self.kind, name="verifier-conflicting-verdicts",
                                   strength="weak", matched=parsed.verdict_line or "", data=data))

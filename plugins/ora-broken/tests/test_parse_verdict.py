@@ -52,8 +52,8 @@ def test_known_broken_marker_beats_a_contract_verdict_line():
 
 
 @pytest.mark.parametrize("raw, status", [
-    ("VERIFIED. Holds.", PASS),
     ("VERIFIED", PASS),
+    ("VERIFIED.", PASS),
     ("VERIFICATION FAILED: the date is invented", FAIL),
     ("NOT VERIFIED", FAIL),
     ("PASS", PASS),
@@ -64,6 +64,13 @@ def test_short_output_with_a_real_verdict_token_is_a_verdict(raw, status):
     parsed = parse_verdict(raw)
     assert parsed.status is status, parsed.reasons
     assert parsed.broken_kind is None
+
+
+def test_a_verdict_token_followed_by_prose_is_not_a_verdict_line():
+    # Was PASS: "any line starting with VERIFIED counts" is the defect of issue 13, item 2.
+    parsed = parse_verdict("VERIFIED. Holds.")
+    assert parsed.status is BROKEN and parsed.broken_kind == "short_output"
+    assert "prose, not a verdict line" in parsed.reasons[-1]
 
 
 @pytest.mark.parametrize("raw", ["ok", "Sure!", "...", "I think so.", "n/a"])
