@@ -29,6 +29,7 @@ def register(app: typer.Typer) -> None:
                 "gear": m.gear,
                 "title": m.title,
                 "signals": m.signals.model_dump(),
+                "examples": len(m.examples),
                 "retrieval": m.retrieval.model_dump(mode="json"),
                 "pack": m.pack,
                 "path": m.path,
@@ -44,11 +45,11 @@ def register(app: typer.Typer) -> None:
         from rich.table import Table
 
         table = Table(title="Ora modes")
-        for col in ("mode", "gear", "strong signals", "weak signals", "types", "pack"):
+        for col in ("mode", "gear", "strong signals", "weak signals", "examples", "types", "pack"):
             table.add_column(col, overflow="fold")
         for row in rows:
             table.add_row(row["name"], str(row["gear"]), ", ".join(row["signals"]["strong"]) or "-",
-                          ", ".join(row["signals"]["weak"]) or "-",
+                          ", ".join(row["signals"]["weak"]) or "-", str(row["examples"]),
                           ", ".join(row["retrieval"]["types"]) or "-", row["pack"])
         Console(width=max(120, Console().width)).print(table)
         if library.problems:
@@ -56,10 +57,16 @@ def register(app: typer.Typer) -> None:
 
     @modes_app.command("check")
     def modes_check() -> None:
-        """Check every mode file: front matter, gear, the seven required sections. Exit 1 on problems."""
+        """Check every mode file: front matter, gear, examples, the seven required sections. Exit 1
+        on problems. Modes that declare no ``examples`` are named (a note, not a problem): pre-routing
+        scores them by their vocabulary only."""
         library = _library()
         for problem in library.problems:
             typer.echo(f"error: {problem}", err=True)
+        directories = dict(library.sources)
+        for pack, names in sorted(library.without_examples().items()):
+            typer.echo(f"note: pack {pack} ({directories.get(pack, '?')}): mode(s) without examples, routed by "
+                       f"vocabulary only: {', '.join(names)}", err=True)
         typer.echo(f"{len(library.modes)} mode(s) loaded from {len(library.sources)} source(s), "
                    f"{len(library.problems)} problem(s)")
         if library.problems:

@@ -6,9 +6,10 @@
 It reaches detectors, retrievers, backends, verifiers and sinks only through the plugin
 registry, and every boundary is a traced step. A bypass goes straight to Gear 1 with the
 ``simple`` mode; a pending clarification stops the turn with ``needs_clarification`` unless
-best-guess is on. Analytical modes run the gear their mode asks for (``gears.analyst``: 2,
-``gears.sequential``: 3, ``gears.cascade``: 4) after the context package passes its
-deterministic assertions (``context-assertions``). A step that halts (``StepHalted``: a
+best-guess is on. A gear-1 mode chosen by pre-routing (``direct``, ``simple``) runs Gear 1 with the
+routing reason, recorded as ``verification: not-applicable``. Analytical modes run the gear
+their mode asks for (``gears.analyst``: 2, ``gears.sequential``: 3, ``gears.cascade``: 4) after
+the context package passes its deterministic assertions (``context-assertions``). A step that halts (``StepHalted``: a
 probabilistic step out of retries, or a deterministic assertion) ends the turn ``halted`` with
 the full diagnostic.
 
@@ -36,7 +37,7 @@ from ora_core.engine.gears.direct import DIRECT_TASK, run_direct
 from ora_core.engine.gears.sequential import run_gear3
 from ora_core.engine.phase_a import run_phase_a
 from ora_core.engine.reliability import Assertion, StepHalted, run_deterministic_step
-from ora_core.engine.routing import run_routing
+from ora_core.engine.routing import ROUTING_WARMUP, run_routing, warm_examples
 from ora_core.engine.stage0 import run_stage0
 from ora_core.engine.warmup import WARMUP_JOIN_S, start_warmup
 from ora_core.kernel.config import ResolvedConfig
@@ -191,7 +192,7 @@ async def _sequence(runtime: Runtime, turn: TurnContext, prompt: str, *, forced_
         bypass = run_stage0(turn, prompt)
         if bypass.bypass:
             return await run_direct(runtime, turn, prompt, _load_mode(turn, library, "simple"),
-                                    category=bypass.category)
+                                    category=bypass.category, reason=f"Stage 0 bypass: {bypass.reason}")
     if not library.modes:
         where = ", ".join(d for _, d in library.sources) or "no mode pack is installed"
         detail = f"no mode is loaded ({where}); pre-routing cannot run, a direct answer ran instead"
@@ -199,7 +200,11 @@ async def _sequence(runtime: Runtime, turn: TurnContext, prompt: str, *, forced_
         print(f"ora: {detail}", file=turn.stderr)
         return await run_direct(runtime, turn, prompt, None, mode_name="simple")
     if runtime.config.pipeline.warmup:
-        turn.data["warmup"] = start_warmup(runtime, turn)
+        turn.data["warmup"] = warmup = start_warmup(runtime, turn)
+        if not forced_mode:  # pre-routing's example vectors, embedded while Phase A runs
+            thread = warm_examples(turn, library, warmup.results)
+            if thread is not None:
+                warmup.jobs[ROUTING_WARMUP] = thread
     phase_a = await run_phase_a(turn, runtime.pool, prompt)
     routing = run_routing(turn, library, phase_a.cleaned_prompt, forced_mode=forced_mode,
                           best_guess=best_guess)
@@ -208,13 +213,14 @@ async def _sequence(runtime: Runtime, turn: TurnContext, prompt: str, *, forced_
     assert routing.mode is not None
     mode = _load_mode(turn, library, routing.mode)
     if mode is None or mode.gear == 1:
-        category = "time_date" if routing.classification_confidence == "bypass" else None
+        category = turn.data.get("bypass_category") if routing.classification_confidence == "bypass" else None
         if mode is None and routing.mode != "simple":
             turn.contingency(f"mode-{routing.mode}-missing-ran-gear-1", "turn",
                              f"mode {routing.mode!r} could not be loaded; a direct answer ran instead",
                              severity="degraded")
         return await run_direct(runtime, turn, prompt, mode, category=category,
-                                mode_name=mode.name if mode is not None else routing.mode)
+                                mode_name=mode.name if mode is not None else routing.mode,
+                                reason=f"pre-routing ({routing.classification_confidence}): {routing.reasoning}")
     package = await assemble_context(runtime, turn, mode, phase_a.cleaned_prompt,
                                      phase_a.inferred_items, mode.gear)
     gc = GearContext(runtime=runtime, turn=turn, mode=mode, package=package, gear=mode.gear)

@@ -345,13 +345,31 @@ class PhaseAResult(_Shape):
     used_raw_prompt: bool = False  # Phase A failed or was unparseable: the raw prompt went on
 
 
+class NearestExample(_Shape):
+    """One of the texts a mode file declares (an example prompt or its description) that the
+    semantic signal found nearest to the prompt, with its cosine similarity."""
+
+    text: str
+    similarity: float
+    source: Literal["example", "description"] = "example"
+
+
 class ModeCandidate(_Shape):
-    """One mode Stage 1's signals point at, with the evidence behind it."""
+    """One mode pre-routing scored, with the evidence behind the score.
+
+    ``score`` is the combined score Stage 2 dispatches on: ``semantic`` (the embedder's
+    similarity of the prompt to the mode's examples and description; ``None`` when the semantic
+    signal did not run) plus the vocabulary's share (``vocabulary``, from the ``strong`` and
+    ``weak`` phrases that matched)."""
 
     mode: str
+    gear: int | None = None
     score: float = 0.0
+    vocabulary: float = 0.0
+    semantic: float | None = None
     strong: list[str] = Field(default_factory=list)
     weak: list[str] = Field(default_factory=list)
+    nearest: list[NearestExample] = Field(default_factory=list)
 
 
 class SignalStrengthSummary(_Shape):
@@ -366,12 +384,43 @@ class SignalStrengthSummary(_Shape):
     single_signal_high_confidence: bool = False
 
 
-ClassificationConfidence = Literal["high", "best-guess", "fallback", "forced", "bypass", "pending"]
+#: ``high``: a clear leader; ``medium``: a leader by less than the clear margin over a mode it does
+#: not compete with (the general or a direct mode); ``default``: a clear request no specific mode
+#: claims, run by the general mode; ``best-guess`` / ``fallback``: a pending clarification the
+#: caller chose to continue past (kept in the trace); ``forced``; ``bypass``; ``pending``.
+ClassificationConfidence = Literal["high", "medium", "default", "best-guess", "fallback", "forced", "bypass",
+                                   "pending"]
+
+
+class RoutingAudit(_Shape):
+    """How Stage 2 reached its decision, for the trace: which signals ran, the per-mode scores
+    (``RoutingDecision.candidates``), the leader's margin, the rule that decided and the weights
+    it used. ``semantic_status`` says whether the semantic signal ran (``ok``) or why not
+    (``missing``: no embedder registered; ``failed``: the embedder raised or returned something
+    unusable; ``no-examples``: no loaded mode declares examples; ``not-run``:
+    the decision needed no scores, e.g. a forced mode)."""
+
+    method: Literal["combined", "vocabulary-only", "forced", "bypass-rescan"]
+    rule: str
+    semantic_status: Literal["ok", "missing", "failed", "no-examples", "not-run"] = "not-run"
+    semantic_detail: str = ""
+    embedder: str | None = None
+    general_mode: str | None = None
+    leader: str | None = None
+    runner_up: str | None = None
+    margin: float | None = None
+    competing: list[str] = Field(default_factory=list)
+    request_form: str | None = None  # why the text reads as a request by its form, or None
+    language: str | None = None  # the language the prompt was compared in (its examples' language)
+    modes_without_examples: list[str] = Field(default_factory=list)
+    weights: dict[str, float] = Field(default_factory=dict)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
 
 
 class RoutingDecision(_Shape):
     """Stage 1 + Stage 2's package. A pending clarification is never dropped: either the turn
-    stops with it, or ``pending_clarification_swallowed`` keeps it beside a best guess."""
+    stops with it, or ``pending_clarification_swallowed`` keeps it beside a best guess.
+    ``candidates`` are the per-mode scores, best first; ``audit`` how the decision was reached."""
 
     mode: str | None = None
     requested_gear: int | None = None
@@ -381,6 +430,7 @@ class RoutingDecision(_Shape):
     pending_clarification_swallowed: str | None = None
     signal_strength_summary: SignalStrengthSummary = Field(default_factory=SignalStrengthSummary)
     reasoning: str = ""
+    audit: RoutingAudit | None = None
 
 
 BUDGET_SIGNAL_NAMES: dict[int, str] = {

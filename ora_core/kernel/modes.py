@@ -9,6 +9,9 @@ A mode file looks like::
     signals:
       strong: [cui bono, who benefits]
       weak: [incentives, stakeholders]
+    examples:
+      - Which companies come out ahead when the state subsidises heat pumps?
+      - Whose interests does the new zoning law serve?
     retrieval:
       types: [concept, engram]
       streams:
@@ -16,6 +19,11 @@ A mode file looks like::
     ---
     ## DEPTH ANALYSIS GUIDANCE
     ...
+
+``examples`` are prompts the mode is meant for, written in the words people use (not the
+``signals`` vocabulary again): pre-routing's semantic signal compares a prompt with them and with
+the ``description`` (``ora_core.engine.routing``). A mode without examples still routes by its
+vocabulary and description; ``ora modes check`` names it.
 
 Every mode carries the seven ``REQUIRED_SECTIONS``. A file whose front matter is malformed,
 whose gear is unknown, or whose required section is missing or empty is a *named* problem
@@ -29,7 +37,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError, field_validator
 
 from ora_core.kernel.errors import ModeError
 from ora_core.kernel.models import RetrievalFilters
@@ -93,13 +101,38 @@ class ModeRetrieval(_Strict):
                                 approved_only=self.approved_only)
 
 
+def _example_prompts(value: list[str]) -> list[str]:
+    cleaned = []
+    for i, text in enumerate(value):
+        if not text.strip():
+            raise ValueError(f"example {i} is empty; every example must be a prompt (a non-empty string)")
+        cleaned.append(" ".join(text.split()))
+    return cleaned
+
+
 class ModeFrontMatter(_Strict):
     name: str
     gear: Literal[1, 2, 3, 4]
     title: str = ""
     description: str = ""
     signals: ModeSignals = Field(default_factory=ModeSignals)
+    examples: list[StrictStr] = Field(default_factory=list)
     retrieval: ModeRetrieval = Field(default_factory=ModeRetrieval)
+
+    @field_validator("examples", mode="before")
+    @classmethod
+    def _examples_list(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        if not isinstance(value, list):
+            raise ValueError(f"must be a list of example prompts (a YAML list of strings), got "
+                             f"{type(value).__name__}")
+        return value
+
+    @field_validator("examples")
+    @classmethod
+    def _examples(cls, value: list[str]) -> list[str]:
+        return _example_prompts(value)
 
     @field_validator("name")
     @classmethod
@@ -119,6 +152,7 @@ class Mode(BaseModel):
     title: str = ""
     description: str = ""
     signals: ModeSignals = Field(default_factory=ModeSignals)
+    examples: list[str] = Field(default_factory=list)
     retrieval: ModeRetrieval = Field(default_factory=ModeRetrieval)
     sections: dict[str, str] = Field(default_factory=dict)
     path: str
@@ -177,13 +211,20 @@ def parse_mode_text(text: str, path: str, pack: str = "") -> tuple[Mode | None, 
                 message = "unknown key"
             elif field == "gear":
                 message = f"unknown gear {err.get('input')!r}; known gears: 1, 2, 3, 4"
+            elif field.startswith("examples.") and err["type"] == "string_type":
+                value = err.get("input")
+                message = (f"every example must be a prompt (a string), got {type(value).__name__} "
+                           f"{value!r}"[:200])
+            elif field == "examples" and message.startswith("Value error, "):
+                message = message[len("Value error, "):]
             problems.append(ModeProblem(path=path, field=field, message=message,
                                         mode=raw.get("name") if isinstance(raw.get("name"), str) else None))
         return None, problems
     body = text[match.end():]
     sections = split_sections(body)
     mode = Mode(name=front.name, gear=front.gear, title=front.title, description=front.description,
-                signals=front.signals, retrieval=front.retrieval, sections=sections, path=path, pack=pack)
+                signals=front.signals, examples=front.examples, retrieval=front.retrieval, sections=sections,
+                path=path, pack=pack)
     stem = Path(path).stem
     if stem != front.name:
         problems.append(ModeProblem(path=path, field="name", mode=front.name,
@@ -225,6 +266,15 @@ class ModeLibrary:
             broken = [str(p) for p in self.problems if p.mode == name or Path(p.path).stem == name]
             extra = f"; its file has problems: {'; '.join(broken)}" if broken else ""
             raise ModeError(f"mode {name!r} is not defined in {looked}{extra}") from None
+
+    def without_examples(self) -> dict[str, list[str]]:
+        """``{pack: [mode, ...]}`` for the modes that declare no ``examples``: pre-routing scores
+        them by their vocabulary and description only."""
+        out: dict[str, list[str]] = {}
+        for mode in self:
+            if not mode.examples:
+                out.setdefault(mode.pack or "(no pack)", []).append(mode.name)
+        return out
 
     def problems_for(self, name: str) -> list[ModeProblem]:
         return [p for p in self.problems if p.mode == name or Path(p.path).stem == name]

@@ -80,6 +80,53 @@ class RetrieverPlugin:
             register(r)
 
 
+class EmbedderPlugin:
+    """Registers the given embedders in process (``ora_register_embedders``)."""
+
+    def __init__(self, *embedders: Any) -> None:
+        self.embedders = embedders
+
+    @hookimpl
+    def ora_register_embedders(self, register: Any) -> None:
+        for e in self.embedders:
+            register(e)
+
+
+class WordEmbedder:
+    """A real (if crude) embedder for fast tests: each text a normalised bag of hashed words, so
+    texts sharing words are similar. Counts the texts it embedded; ``fail`` makes it raise,
+    ``wrong_dimension`` return rows of the wrong length."""
+
+    def __init__(self, name: str = "minilm", dimension: int = 64, *, fail: bool = False,
+                 wrong_dimension: bool = False) -> None:
+        self.name, self.dimension = name, dimension
+        self.fail, self.wrong_dimension = fail, wrong_dimension
+        self.embedded: list[str] = []
+
+    def embed(self, texts: list[str]) -> list[list[float]]:
+        import hashlib
+        import math
+
+        if self.fail:
+            raise RuntimeError("embedding model file is truncated")
+        self.embedded += list(texts)
+        rows = []
+        for text in texts:
+            row = [0.0] * self.dimension
+            for word in re.findall(r"\w+", text.lower()):
+                row[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
+            norm = math.sqrt(sum(x * x for x in row)) or 1.0
+            rows.append([x / norm for x in row][: self.dimension - 1 if self.wrong_dimension else None])
+        return rows
+
+
+def minilm_plugin() -> Any:
+    """The real ``minilm`` embedder plugin (plugins/ora-minilm), registered in process."""
+    import ora_minilm.plugin
+
+    return ora_minilm.plugin
+
+
 def front_host(*extra: object, with_trace: bool = True, with_modes: bool = True) -> Any:
     import ora_bypass
     import ora_scripted
@@ -116,6 +163,16 @@ def jsonl(trace_path: str | Path, name: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in (Path(trace_path) / name).read_text().splitlines() if line]
 
 
+def invented_time() -> str:
+    """A time and date no clock reading supports: three days and 2 h 7 min ahead, never the clock's
+    reading in UTC or any local zone (zone offsets are whole quarter hours; 7 minutes from the
+    nearest is beyond the clock check's 3-minute tolerance)."""
+    from datetime import datetime, timedelta, timezone
+
+    later = datetime.now(timezone.utc) + timedelta(days=3, hours=2, minutes=7)
+    return f"It is {later:%A}, {later:%B} {later.day} at {later:%H:%M}."
+
+
 @pytest.fixture
 def front(tmp_path: Path) -> Any:
     """The helpers above, as one fixture (test modules cannot import a conftest)."""
@@ -129,5 +186,9 @@ def front(tmp_path: Path) -> Any:
         Retriever=ScriptedRetriever,
         RetrieverPlugin=RetrieverPlugin,
         phase_a_rule=phase_a_rule,
+        Embedders=EmbedderPlugin,
+        WordEmbedder=WordEmbedder,
+        minilm=minilm_plugin,
+        invented_time=invented_time,
         tmp_path=tmp_path,
     )

@@ -17,6 +17,14 @@ from ora_core.testing import make_config, make_host
 GOOD = (Path(ora_modes.modes_dir()) / "standard.md").read_text()
 
 
+def without_examples(text: str) -> str:
+    head, rest = text.split("\nexamples:\n", 1)
+    return head + "\nretrieval:" + rest.split("\nretrieval:", 1)[1]
+
+
+BARE = without_examples(GOOD)
+
+
 def test_default_pack_ships_real_modes_with_every_section():
     library = load_modes(make_host(ora_modes), None)
     assert not library.problems
@@ -74,3 +82,36 @@ def test_modes_check_cli_exits_1_naming_the_file_and_field(tmp_path):
     listing = subprocess.run([ora, "-c", str(cfg), "modes", "list", "--json"], capture_output=True, text=True,
                              env=env)
     assert listing.returncode == 0 and '"cui-bono"' in listing.stdout
+
+
+@pytest.mark.parametrize("examples, field, words", [
+    ("examples: Who gains from the tariff?", "examples", "must be a list of example prompts"),
+    ("examples: {who: gains}", "examples", "must be a list of example prompts"),
+    ("examples: [1, 2]", "examples.0", "every example must be a prompt (a string), got int"),
+    ("examples: [[a, list]]", "examples.0", "got list"),
+    ('examples: ["fine", "  "]', "examples", "example 1 is empty"),
+])
+def test_examples_that_are_not_a_list_of_strings_name_the_file_and_the_field(examples, field, words):
+    mode, problems = parse_mode_text(BARE.replace("gear: 2", f"gear: 2\n{examples}"), "/x/standard.md")
+    assert mode is None, "a malformed examples field must not load silently"
+    assert any(p.field == field and words in p.message and p.path == "/x/standard.md" for p in problems), problems
+
+
+def test_examples_load_with_the_mode():
+    mode, problems = parse_mode_text(BARE.replace("gear: 2", 'gear: 2\nexamples: ["Why  is the sea salty?"]'),
+                                     "/x/standard.md")
+    assert not problems and mode.examples == ["Why is the sea salty?"]
+
+
+def test_modes_check_names_the_modes_without_examples_and_still_passes(tmp_path):
+    (tmp_path / "plain.md").write_text(BARE.replace("name: standard", "name: plain"))
+    cfg = tmp_path / "ora.toml"
+    cfg.write_text(f'[modes]\ndirs = ["{tmp_path}"]\n')
+    ora = str(Path(sys.executable).with_name("ora"))
+    env = {k: v for k, v in os.environ.items() if k != "ORA_CONFIG"}
+    env["ORA_PLUGINS"] = "modes-default"
+    check = subprocess.run([ora, "-c", str(cfg), "modes", "check"], capture_output=True, text=True, env=env)
+    assert check.returncode == 0, check.stderr
+    assert f"note: pack config:{tmp_path} ({tmp_path}): mode(s) without examples, routed by vocabulary only: plain" \
+        in check.stderr
+    assert "pack default" not in check.stderr  # every bundled mode declares examples

@@ -119,3 +119,48 @@ def test_clock_claims_stay_quiet_on_turns_that_asked_no_time_question():
     detector = ora_bypass.ClockClaimsDetector()
     assert detector.detect("The 2019 report, published Friday 15 March at 10:07, said so.",
                            SimpleNamespace(data={})) == []
+
+
+EARLIER_CONVERSATION = [
+    "Summarise what we talked about in our last conversation.",
+    "What did we discuss yesterday?",
+    "Can you remind me what we were talking about?",
+    "As I said before, I prefer short answers.",
+    "Earlier you mentioned a book about habits. What was it called?",
+    "You mentioned earlier that the deadline moved; when is it now?",
+    "What you said earlier about the budget, can you repeat it?",
+    "Pick up where we left off in our previous conversation.",
+    "Last time we spoke you suggested a reading list.",
+    "Like I said before, the flat is in Leipzig.",
+    "I told you earlier that I'm vegetarian.",
+    "Worüber wir gesprochen haben, fass es bitte zusammen.",
+    "Comme je l'ai dit, je préfère le train.",
+    "Résume notre dernière conversation.",
+]
+
+
+@pytest.mark.parametrize("prompt", EARLIER_CONVERSATION)
+def test_each_earlier_conversation_reference_bypasses_to_gear_1(bypass, prompt):
+    decision = decide(prompt, bypass.detect(prompt))
+    assert decision.bypass and decision.category == "earlier_conversation", prompt
+
+
+@pytest.mark.parametrize("prompt", [
+    "Analyse the last conversation between Kennedy and Khrushchev before the crisis ended.",
+    "Summarize what the two presidents talked about at Yalta.",
+    "How do chatbots remember our conversations across sessions?",
+    "What did Nixon say before resigning?",
+    "Steelman the argument I mentioned in my essay draft.",
+    "Who benefits when platforms store what users discussed in private chats?",
+    "Reword this to be less passive-aggressive: As I already said in my last email, please send the files.",
+    "Explain why earlier conversations in therapy matter for outcomes.",
+])
+def test_analytical_prompts_that_merely_contain_the_words_do_not_bypass(bypass, prompt):
+    assert not decide(prompt, bypass.detect(prompt)).bypass, [s.name for s in bypass.detect(prompt)]
+
+
+@pytest.mark.parametrize("prompt", ["hey, got the time?", "Wie spät ist es?", "Quelle heure est-il ?",
+                                    "Quel jour sommes-nous ?", "Welcher Tag ist heute?"])
+def test_time_and_date_variants_in_three_languages_bypass(bypass, prompt):
+    decision = decide(prompt, bypass.detect(prompt))
+    assert decision.bypass and decision.category == "time_date"

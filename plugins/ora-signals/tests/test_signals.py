@@ -43,3 +43,19 @@ def test_a_new_mode_changes_the_vocabulary(tmp_path):
     assert not detector.detect("Please red team this plan", _ctx(ora_modes.modes_dir()))
     hits = detector.detect("Please red team this plan", _ctx(ora_modes.modes_dir(), tmp_path))
     assert [s.mode for s in hits] == ["red-team"]
+
+
+def test_german_and_french_vocabulary_matches_on_word_boundaries():
+    detector = ora_signals.ModeSignalDetector()
+    ctx = _ctx(ora_modes.modes_dir())
+
+    def modes(text):
+        return {(s.mode, s.strength) for s in detector.detect(text, ctx)}
+
+    assert ("decision-analysis", "strong") in modes("Dois-je louer ou acheter ?")
+    assert ("decision-analysis", "strong") in modes("Soll ich kündigen?")
+    assert ("cui-bono", "strong") in modes("Wem nützen hohe Mieten?")
+    assert ("cui-bono", "strong") in modes("À qui profite la réforme ?")
+    assert ("steelman", "strong") in modes("Quel est le meilleur argument pour le train ?")
+    assert not modes("Les grands-dois-jeux")  # no phrase inside a hyphenated word
+    assert ("decision-analysis", "strong") not in modes("Sollichwerk ist ein Name")
