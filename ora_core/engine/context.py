@@ -14,21 +14,36 @@ without an exception must carry an ``empty_diagnosis`` (``index_empty``, ``no_ma
 Budget signals 0-6 are computed against the context window of the backend that will read the
 package (role ``direct`` for Gear 1, else ``analyst``); tokens are estimated at 4 characters
 per token. Over budget, the lowest-scored chunks are dropped and named.
+
+Retrieved text is data, never instructions (issue 13). Every chunk, here and in every
+supplement result, goes through the ``context_package`` detectors (``screen_chunks``; the chunk
+itself is in ``ctx.data["chunk"]`` for its provenance). A chunk with ``instruction`` signals
+stays in the package (it is data, and an answer may discuss it) but is named in a contingency
+with its source (``context-instruction-in-chunk``: source, collection, stream, heading, chunk id,
+what matched) and marked: ``provenance.extra["instruction_like"]`` lists the signals' data, so
+the ``model_output`` detectors can tell an answer that repeats planted text. In a prompt each
+chunk sits inside a data fence (``fenced``): ``<data ID>[provenance]`` ... ``</data ID>``, where
+ID is a random per-turn word (``fence_id``) and any ``<data``/``</data`` inside the chunk is
+neutralised, so a chunk can neither close its fence nor open a fake one; the evidence block says
+once, ahead of everything else of the package, that fenced text is evidence, never instructions.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import re
+import secrets
 import time
 from typing import Any
 
 from ora_core.engine import faults
-from ora_core.engine.prompts import ANTI_CONFABULATION_DIRECTIVE, assumptions_block
+from ora_core.engine.prompts import ANTI_CONFABULATION_DIRECTIVE, assumptions_block, evidence_fence_note
 from ora_core.kernel.models import (
     BUDGET_SIGNAL_NAMES,
     BudgetReport,
     BudgetSignal,
+    Chunk,
     ContextPackage,
     EmptyDiagnosis,
     EmptyReason,
@@ -38,6 +53,7 @@ from ora_core.kernel.models import (
     RetrievalFilters,
 )
 from ora_core.kernel.modes import STREAMS
+from ora_core.kernel.signals import SignalKind
 
 STEP = "context-assembly"
 COMPRESSION_WARNING_AT = 0.70  # share of the input budget
@@ -45,6 +61,12 @@ CRITICAL_AT = 1.00
 TRUNCATE_TO = 0.85
 ANALYTICAL_MIN_WINDOW = 4096  # tokens an analytical gear needs to hold guidance + evidence + answer
 PROMPT_SECTIONS = ("DEPTH ANALYSIS GUIDANCE", "BREADTH ANALYSIS GUIDANCE", "OUTPUT FORMAT GUIDANCE")
+INSTRUCTION_CONTINGENCY = "context-instruction-in-chunk"
+MARK_KEY = "instruction_like"  # provenance.extra key: the instruction signals of a flagged chunk
+CHUNK_KEY = "chunk"  # ctx.data key: the chunk the context_package detectors are reading
+FENCE_KEY = "evidence_fence"  # turn.data key: this turn's fence ID
+_SYLLABLES = tuple(c + v for c in "bdfgklmnprstvz" for v in "aeiou")  # 70: 4 of them, ~24 million IDs
+_FENCE_TAG = re.compile(r"<(?=\s*/?\s*data\b)", re.IGNORECASE)
 
 
 def estimate_tokens(text: str) -> int:
@@ -96,6 +118,72 @@ def retrieve_stream(retriever: Any, stream: str, query: str, filters: Any, k: in
     return result, None
 
 
+def new_fence_id() -> str:
+    """A fence ID: four random syllables (``kotabefu``), cheap in tokens, unguessable by a chunk."""
+    return "".join(secrets.choice(_SYLLABLES) for _ in range(4))
+
+
+def fence_id(turn: Any) -> str:
+    """This turn's fence ID (one per turn, so every step renders the same evidence prefix)."""
+    data = getattr(turn, "data", None)
+    if not isinstance(data, dict):
+        return new_fence_id()
+    fence = data.get(FENCE_KEY)
+    if not fence:
+        fence = data[FENCE_KEY] = new_fence_id()
+    return fence
+
+
+def neutralise(text: str, fence: str) -> str:
+    """``text`` unable to open or close a data fence: ``<data``/``</data`` become ``‹data``/``‹/data``,
+    and the fence ID itself is blanked."""
+    text = _FENCE_TAG.sub("‹", text)
+    return text.replace(fence, "?" * len(fence)) if fence in text else text
+
+
+def fenced(chunk: Chunk, stream: str, fence: str) -> str:
+    """One chunk in its data fence, provenance on the opening line."""
+    p = chunk.provenance
+    where = f"{stream} | {p.collection} | {p.source}" + (f" § {p.heading}" if p.heading else "")
+    where = neutralise(" ".join(where.split()), fence)
+    return f"<data {fence}>[{where} | score {p.score:.2f}]\n{neutralise(chunk.text.strip(), fence)}\n</data {fence}>"
+
+
+def screen_chunks(turn: Any, chunks: list[Chunk], *, step: str, contingency: str = INSTRUCTION_CONTINGENCY,
+                  stream: str = "") -> list[Chunk]:
+    """Every ``context_package`` detector over each chunk; a chunk with ``instruction`` signals is
+    named (``contingency``, with its source) and returned marked (``provenance.extra[MARK_KEY]``)."""
+    if not chunks or getattr(turn, "host", None) is None or not hasattr(turn, "detect"):
+        return chunks
+    data = turn.data
+    out: list[Chunk] = []
+    for chunk in chunks:
+        seen = chunk  # the detectors read the stream from the provenance: fill it in when the retriever did not
+        if stream and not chunk.provenance.stream:
+            seen = chunk.model_copy(update={"provenance": chunk.provenance.model_copy(update={"stream": stream})})
+        data[CHUNK_KEY] = seen
+        try:
+            signals = turn.detect("context_package", chunk.text, step=step)
+        finally:
+            data.pop(CHUNK_KEY, None)
+        found = [s for s in signals if s.kind == SignalKind.INSTRUCTION]
+        if not found:
+            out.append(chunk)
+            continue
+        marks = [{**s.data, "detector": s.detector, "name": s.name, "strength": s.strength, "matched": s.matched}
+                 for s in found]
+        p = chunk.provenance
+        chunk = chunk.model_copy(update={"provenance": p.model_copy(update={"extra": {**p.extra, MARK_KEY: marks}})})
+        shown = "; ".join(f"{m['name']}: {m['matched'][:80]!r}" for m in marks[:6])
+        turn.contingency(contingency, step,
+                         f"{p.source}: {len(marks)} instruction-like passage(s), kept as data and marked: {shown}",
+                         severity="warning" if any(s.strength == "strong" for s in found) else "info",
+                         source=p.source, collection=p.collection, stream=p.stream or stream, heading=p.heading,
+                         chunk_id=chunk.id, matched=[m["matched"] for m in marks], rules=[m["name"] for m in marks])
+        out.append(chunk)
+    return out
+
+
 def _budget(runtime: Any, package_text: str, chunks: list[Any], requested_gear: int,
             missing: list[str], failures: list[RagFailure]) -> tuple[BudgetReport, set[str]]:
     config = runtime.config
@@ -105,7 +193,7 @@ def _budget(runtime: Any, package_text: str, chunks: list[Any], requested_gear: 
     window, reserved = settings.context_window, settings.max_tokens
     available = max(window - reserved, 1)
     base = estimate_tokens(package_text)
-    sizes = {c.id: estimate_tokens(c.text) + 16 for c in chunks}  # + provenance line
+    sizes = {c.id: estimate_tokens(c.text) + 24 for c in chunks}  # + the fence lines and provenance
     total = base + sum(sizes.values())
     signals: list[BudgetSignal] = []
     dropped: set[str] = set()
@@ -176,6 +264,7 @@ async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: s
                                  f"{failure.retriever}: {failure.error_class}: {failure.message}",
                                  severity="degraded", stream=stream)
                 continue
+            retrieval.chunks = screen_chunks(turn, retrieval.chunks, step=STEP, stream=stream)
             if not retrieval.chunks and retrieval.empty_diagnosis is None:
                 step.contingency(f"context-{stream}-empty-undiagnosed",
                                  f"retriever {retrieval.retriever!r} returned nothing and no "
@@ -186,7 +275,7 @@ async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: s
                                        if retrieval.empty_diagnosis else None))
         sections = {s: mode.section(s) for s in PROMPT_SECTIONS} if mode is not None else {}
         package_text = "\n".join([ANTI_CONFABULATION_DIRECTIVE, assumptions_block(inferred_items),
-                                  cleaned_prompt, *sections.values()])
+                                  evidence_fence_note(fence_id(turn)), cleaned_prompt, *sections.values()])
         chunks = [c for r in retrievals.values() for c in r.chunks]
         budget, dropped = _budget(runtime, package_text, chunks, requested_gear,
                                   sorted(missing), failures)
@@ -215,6 +304,10 @@ async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: s
             s: (r.empty_diagnosis.model_dump(mode="json") if r.empty_diagnosis else None)
             for s, r in retrievals.items() if not r.chunks
         }
+        step.output["instruction_like"] = [
+            {"source": c.provenance.source, "chunk_id": c.id,
+             "rules": [m["name"] for m in c.provenance.extra[MARK_KEY]]}
+            for c in package.chunks() if MARK_KEY in c.provenance.extra]
         if failures or missing:
             step.health.verdict = "DEGRADED"
             step.health.degraded = True
@@ -222,16 +315,15 @@ async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: s
     return package
 
 
-def render_evidence(package: ContextPackage) -> str:
-    """The evidence block of an analytical prompt: chunks with provenance, and named gaps."""
-    lines = ["## EVIDENCE PACKAGE"]
+def render_evidence(package: ContextPackage, *, fence: str | None = None) -> str:
+    """The evidence block of an analytical prompt: what fenced text is, each chunk in its data
+    fence with provenance, and named gaps. ``fence``: the turn's fence ID (``fence_id``)."""
+    fence = fence or new_fence_id()
+    lines = ["## EVIDENCE PACKAGE", evidence_fence_note(fence)]
     for stream, retrieval in package.retrievals.items():
         if retrieval.chunks:
             for chunk in retrieval.chunks:
-                p = chunk.provenance
-                lines.append(f"[{stream} | {p.collection} | {p.source}"
-                             + (f" § {p.heading}" if p.heading else "") + f" | score {p.score:.2f}]")
-                lines.append(chunk.text.strip())
+                lines.append(fenced(chunk, stream, fence))
         elif any(f.stream == stream for f in package.rag_failures):
             lines.append(f"[{stream}] retrieval FAILED: this stream's evidence is missing, not empty.")
         elif retrieval.empty_diagnosis is not None:
@@ -240,7 +332,7 @@ def render_evidence(package: ContextPackage) -> str:
             lines.append(f"[{stream}] nothing retrieved.")
     for stream in package.missing_streams:
         lines.append(f"[{stream}] no retriever installed: this stream was not searched.")
-    if len(lines) == 1:
+    if len(lines) == 2:
         lines.append("(no retrieval streams enabled)")
     lines.append("Use only this evidence for specific facts. Where it is silent, write "
                  "'COVERAGE GAP:' and name what is missing instead of supplying it from memory.")

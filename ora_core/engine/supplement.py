@@ -10,9 +10,14 @@ that the model is told to write ``## COVERAGE GAP`` instead. One ``supplement`` 
 request (the trace sink writes ``supplemental-rag.jsonl``): step, gap, query, result length,
 and whether the re-submission resolved the gap.
 
-A request block is read only from the model's own text: blocks inside fenced code or ``>``
-quotations, and blocks whose gap and query lines were already in the package the model was
-sent (a retrieved chunk or an analysed text quoting a request), are not requests.
+A request block is read only from the model's own text: blocks inside fenced code, ``>``
+quotations or a data fence (``<data ID>`` ... ``</data ID>``: a retrieved chunk the model copied
+with its fence), and blocks whose gap and query were already in the package the model was sent
+(a retrieved chunk, a supplement result or an analysed text quoting a request), word for word or
+nearly (``copied_request``: most of their words come from a request block of the package), are
+not requests. Supplement results are retrieved chunks like any other: each goes through the
+``context_package`` detectors (``ora_core.engine.context.screen_chunks``; an instruction-like one
+is named ``<step>-supplement-instruction-in-chunk`` and marked) and is rendered in its data fence.
 
 ``assess_compliance`` names the per-step non-compliance patterns of §5.3 (the confident
 confabulator, the cap-forced confabulator, and unneeded requests); ``assess_turn`` names the
@@ -100,6 +105,15 @@ class SupplementRecord(BaseModel):
 
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
+_DATA_OPEN = re.compile(r"^\s*<data\s+\w+>", re.IGNORECASE)
+_DATA_CLOSE = re.compile(r"^\s*</data\s+\w+>", re.IGNORECASE)
+_REQUEST_ANYWHERE = re.compile(r"SUPPLEMENTAL\W+RAG\W+REQUEST", re.IGNORECASE)
+_INLINE_FIELD = re.compile(r"\b(?P<key>gap|query terms|query|search terms|terms|why(?: it matters)?)[\s*_]*[:：]\s*"
+                           r"(?P<value>.*?)(?=\b(?:gap|query terms|query|search terms|why(?: it matters)?)[\s*_]*[:：]"
+                           r"|\n\s*\n|\n\s{0,3}#|$)", re.IGNORECASE | re.DOTALL)
+#: A request is a copy when at least this share of its gap's and its query's words come from one
+#: request block of the package it was sent.
+COPIED_SHARE = 0.8
 _ANY_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+\S")
 _REQUEST = re.compile(r"^\s{0,3}(?:#{1,6}\s*|\*\*\s*)SUPPLEMENTAL RAG REQUEST\b", re.IGNORECASE)
 _GAP_BLOCK = re.compile(r"^\s{0,3}(?:#{1,6}\s*|\*\*\s*)COVERAGE GAP\b", re.IGNORECASE | re.MULTILINE)
@@ -116,9 +130,10 @@ def _norm(text: str) -> str:
 
 
 def own_lines(text: str) -> list[str | None]:
-    """``text``'s lines, with fenced and ``>``-quoted lines replaced by None."""
+    """``text``'s lines, with fenced, data-fenced and ``>``-quoted lines replaced by None."""
     out: list[str | None] = []
     fence: str | None = None
+    in_data = False
     for line in text.split("\n"):
         opener = _FENCE.match(line)
         if fence is not None:
@@ -126,8 +141,16 @@ def own_lines(text: str) -> list[str | None]:
             if opener and opener.group(1) == fence:
                 fence = None
             continue
+        if in_data:
+            out.append(None)
+            in_data = not _DATA_CLOSE.match(line)
+            continue
         if opener:
             fence = opener.group(1)
+            out.append(None)
+            continue
+        if _DATA_OPEN.match(line):
+            in_data = True
             out.append(None)
             continue
         out.append(None if line.lstrip().startswith(">") else line)
@@ -175,10 +198,46 @@ def parse_request(output: str, sent: str) -> tuple[SupplementRequest | None, lis
         if len(echoed) == len([v for v in (gap, query) if v]):
             notes.append(f"request block copied from the package it was sent ignored: {block[:120]!r}")
             continue
+        if copied_request(gap, query, sent):
+            notes.append(f"request block nearly copied from a request block of the package it was sent "
+                         f"ignored: {block[:120]!r}")
+            continue
         malformed = [name for name, value in (("gap", gap), ("query terms", query)) if not value]
         return SupplementRequest(gap=gap or query, query=query or gap, why=fields.get("why", ""),
                                  block=block, malformed=malformed), notes
     return None, notes
+
+
+def _content(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP and len(w) > 2}
+
+
+def planted_requests(sent: str) -> list[set[str]]:
+    """The words of each request block anywhere in ``sent`` (at a line start or not, fenced or
+    not: a chunk's block, flattened by its retriever, is still a block the model could copy)."""
+    blocks = []
+    for match in _REQUEST_ANYWHERE.finditer(sent):
+        tail = sent[match.end():match.end() + 600]
+        fields = [m.group("value") for m in _INLINE_FIELD.finditer(tail)]
+        words = _content(" ".join(fields))
+        if words:
+            blocks.append(words)
+    return blocks
+
+
+def copied_request(gap: str, query: str, sent: str) -> bool:
+    """Whether most of the request's gap and query words come from one request block of ``sent``."""
+    mine = [w for w in (_content(gap), _content(query)) if w]
+    if not mine:
+        return False
+    return any(all(len(part & block) / len(part) >= COPIED_SHARE for part in mine)
+               for block in planted_requests(sent))
+
+
+def fetched_text(retrievals: list[Retrieval]) -> str:
+    """The chunk texts this step's supplements fetched: part of what the model was sent (a request
+    block inside one of them is the chunk's, never the model's)."""
+    return "".join("\n" + c.text for r in retrievals for c in r.chunks)
 
 
 def strip_request(output: str) -> str:
@@ -203,13 +262,14 @@ def query_terms_in(query: str, package: str) -> bool:
 async def fetch(runtime: Any, turn: Any, step: str, request: SupplementRequest,
                 n: int, package_text: str) -> tuple[SupplementRecord, list[Retrieval], str]:
     """Run one request through the retrievers; the record, the retrievals and the RESULT block."""
-    from ora_core.engine.context import resolve_retrievers, retrieve_stream
+    from ora_core.engine.context import fence_id, fenced, resolve_retrievers, retrieve_stream, screen_chunks
 
     config = runtime.config
     record = SupplementRecord(step=step, n=n, gap=request.gap, query=request.query, why=request.why,
                               package_had_terms=query_terms_in(request.query, package_text))
     found, missing = resolve_retrievers(turn.host, config)
     wanted = [s for s in config.pipeline.supplement_streams if s in found]
+    fence = fence_id(turn)
     lines = [f"{RESULT_HEADING} (request {n} of at most {config.pipeline.max_supplements})",
              f"Gap: {request.gap}", f"Query: {request.query}"]
     if not wanted:
@@ -233,13 +293,11 @@ async def fetch(runtime: Any, turn: Any, step: str, request: SupplementRequest,
             lines.append(f"[{retrieval.stream}] retrieval FAILED ({failure.error_class}): nothing could "
                          "be fetched; treat the gap as open.")
             continue
-        retrieval.chunks = [_tag(c) for c in retrieval.chunks]
+        retrieval.chunks = screen_chunks(turn, [_tag(c) for c in retrieval.chunks], step=step,
+                                         contingency=f"{step}-supplement-instruction-in-chunk",
+                                         stream=retrieval.stream)
         retrievals.append(retrieval)
-        for chunk in retrieval.chunks:
-            p = chunk.provenance
-            lines.append(f"[{retrieval.stream} | {p.collection} | {p.source}"
-                         + (f" § {p.heading}" if p.heading else "") + f" | score {p.score:.2f}]")
-            lines.append(chunk.text.strip())
+        lines += [fenced(chunk, retrieval.stream, fence) for chunk in retrieval.chunks]
         if not retrieval.chunks:
             reason = retrieval.empty_diagnosis.empty_reason.value if retrieval.empty_diagnosis else "undiagnosed"
             lines.append(f"[{retrieval.stream}] nothing found ({reason}).")

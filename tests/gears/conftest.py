@@ -179,6 +179,7 @@ class SpecificsDetectorPlugin:
 def first_party(*extra: object, inject: bool = True) -> Any:
     import ora_broken
     import ora_bypass
+    import ora_evidence_guard
     import ora_health_detectors
     import ora_inject
     import ora_scripted
@@ -188,7 +189,7 @@ def first_party(*extra: object, inject: bool = True) -> Any:
     import ora_modes
 
     plugins: list[object] = [ora_scripted, ora_bypass, ora_signals, ora_modes, ora_trace_fs, ora_broken,
-                             ora_health_detectors, SpecificsDetectorPlugin()]
+                             ora_health_detectors, ora_evidence_guard, SpecificsDetectorPlugin()]
     if inject:
         plugins.append(ora_inject)
     return make_host(*plugins, *extra)

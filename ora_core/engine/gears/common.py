@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from ora_core.engine import supplement
-from ora_core.engine.context import render_evidence
+from ora_core.engine.context import fence_id, fenced, render_evidence
 from ora_core.engine.gears import prompts
 from ora_core.engine.reliability import StepHalted, run_model_step, summary
 from ora_core.engine.verification import verify
@@ -74,18 +74,17 @@ class GearContext:
                                prompt=self.package.cleaned_prompt)
 
     def evidence_block(self) -> str:
-        """The evidence every analytical step of the turn shares: the package's chunks with
-        provenance, named gaps, and what supplements fetched so far."""
-        return render_evidence(self.package) + self.supplement_block()
+        """The evidence every analytical step of the turn shares: the package's chunks in their
+        data fences with provenance, named gaps, and what supplements fetched so far."""
+        return render_evidence(self.package, fence=fence_id(self.turn)) + self.supplement_block()
 
     def supplement_block(self) -> str:
         chunks = [(r.stream, c) for r in self.supplements for c in r.chunks]
         if not chunks:
             return ""
+        fence = fence_id(self.turn)
         lines = ["\n\n## SUPPLEMENTAL EVIDENCE (fetched by earlier steps of this turn)"]
-        for stream, chunk in chunks:
-            lines.append(f"[{stream} | {chunk.provenance.collection} | {chunk.provenance.source}]")
-            lines.append(chunk.text.strip())
+        lines += [fenced(chunk, stream, fence) for stream, chunk in chunks]
         return "\n".join(lines)
 
 
