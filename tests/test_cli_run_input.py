@@ -74,3 +74,38 @@ def test_ora_run_dash_reads_stdin_and_an_empty_one_exits_2_without_a_model_call(
     assert blank.returncode == 2 and b"the prompt is empty" in blank.stderr
     turns = list((tmp_path / "traces").rglob("turn.json")) if (tmp_path / "traces").exists() else []
     assert len(turns) == 1  # only the answered prompt opened a turn
+
+
+def test_a_pending_clarification_is_asked_on_the_terminal_and_the_answer_runs(tmp_path: Path) -> None:
+    """Not a request at all ("zzqx vlorp"): the routing asks; on a terminal (forced with --ask)
+    the user picks option 1 and the turn runs on that mode, recording the question and answer."""
+    import json
+
+    asked = ora("--ask", "zzqx vlorp", stdin=b"1\n", tmp_path=tmp_path)
+    err = asked.stderr.decode()
+    assert "1. " in err and "just answer" in err, err[-2000:]
+    assert asked.returncode == 0, err[-2000:]
+    turns = sorted((tmp_path / "traces").rglob("turn.json"))
+    assert len(turns) == 2  # the asking turn and the answered one
+    answered = [c for c in (turns[-1].parent / "contingencies.jsonl").read_text().splitlines()
+                if "clarification-answered-by-user" in c]
+    record = json.loads(answered[0])["data"]
+    assert record["chosen"] and record["question"] and record["asked_in_turn"]
+
+
+def test_without_a_terminal_the_turn_returns_needs_clarification_exit_3(tmp_path: Path) -> None:
+    result = ora("zzqx vlorp", stdin=b"", tmp_path=tmp_path)
+    assert result.returncode == 3 and b"Clarification needed" in result.stdout
+
+
+def test_an_answer_that_is_not_an_option_is_named_and_just_answer_runs_simple() -> None:
+    from ora_core.api import TurnResult
+    from ora_core.engine.app import answer_clarification
+
+    pending = TurnResult(status="needs_clarification", question="Which?", options=["standard", "steelman"],
+                         turn_id="t1")
+    assert answer_clarification(pending, "2").chosen == "steelman"
+    assert answer_clarification(pending, "just answer").chosen == "simple"
+    assert answer_clarification(pending, "3").chosen == "simple"
+    with pytest.raises(UsageError, match="not one of the options: 1 \\(standard\\), 2 \\(steelman\\)"):
+        answer_clarification(pending, "cui-bono")

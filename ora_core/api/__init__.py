@@ -38,7 +38,7 @@ _KERNEL_MODELS = (
     "TraceEvent", "TurnInfo", "TurnResult", "PhaseAResult", "ModeCandidate", "SignalStrengthSummary",
     "RoutingDecision", "BudgetSignal", "BudgetReport", "BUDGET_SIGNAL_NAMES", "RagFailure",
     "ContextPackage", "EvidencePackage", "FaultPoint", "FaultSite", "ModelRequest", "ModelReply",
-    "VerificationCall", "StepMaterial",
+    "VerificationCall", "StepMaterial", "RoutingAudit", "NearestExample", "ClarificationAnswer",
 )
 _ERRORS = (
     "OraError", "ConfigError", "UsageError", "PluginError", "RegistrationError", "ModeError", "BackendError",

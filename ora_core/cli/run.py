@@ -2,7 +2,11 @@
 
 The typed events of the turn drive the progress lines on stderr; the last one carries the result,
 printed on stdout (or as JSON). The prompt comes from the argument, from standard input (``ora run -``, nothing over the
-argument-length limit) or from a file (``--prompt-file PATH``). Exit codes: 0 ok or degraded,
+argument-length limit) or from a file (``--prompt-file PATH``). A pending clarification is asked
+on a terminal (numbered options and "just answer"; ``--ask`` forces it, ``--no-ask`` never asks)
+and the turn runs again on the chosen mode, the question and the answer recorded in its trace;
+with ``--json`` or without a terminal the turn returns ``needs_clarification`` (exit 3) unless
+``--best-guess`` (or ``[pipeline] best_guess``) continues on the best candidate. Exit codes: 0 ok or degraded,
 1 configuration or plugin error, 2 usage error (an empty prompt, a missing or non-UTF-8 prompt
 file, empty standard input, an unknown fault-injection mode), 3 needs_clarification,
 4 halted (the diagnostic is printed).
@@ -93,6 +97,9 @@ def register(app: typer.Typer) -> None:
         inject: Optional[str] = typer.Option(None, "--inject", help="Fault-injection mode (tests, benches)."),
         progress: bool = typer.Option(True, "--progress/--no-progress",
                                       help="Print each step on stderr as it runs."),
+        ask: Optional[bool] = typer.Option(
+            None, "--ask/--no-ask", help="Ask a pending clarification here and continue with the answer "
+            "(default: when standard input and output are a terminal and --json is off)."),
     ) -> None:
         """Run one turn on the configured pipeline; print the answer, its status and its trace."""
         from ora_core.engine.app import Ora, check_prompt
@@ -108,9 +115,15 @@ def register(app: typer.Typer) -> None:
                 resolve_injector(ora.host, inject)
             except OraError as exc:
                 raise fail(str(exc), code=EXIT_USAGE) from None
+        options = {"conversation_id": conversation, "mode": mode, "best_guess": best_guess, "inject": inject}
         try:
-            result = asyncio.run(_consume(ora, prompt, progress, conversation_id=conversation, mode=mode,
-                                          best_guess=best_guess, inject=inject))
+            result = asyncio.run(_consume(ora, prompt, progress, **options))
+            interactive = ask if ask is not None else (not as_json and sys.stdin.isatty() and sys.stdout.isatty())
+            if result.status == "needs_clarification" and interactive and result.options:
+                answer = ask_clarification(result)
+                if answer is not None:
+                    result = asyncio.run(_consume(ora, prompt, progress, **{**options, "mode": None},
+                                                  clarification=answer))
         except UsageError as exc:
             raise fail(str(exc), code=EXIT_USAGE) from None
         except OraError as exc:
@@ -123,6 +136,28 @@ def register(app: typer.Typer) -> None:
             raise typer.Exit(EXIT_NEEDS_CLARIFICATION)
         if result.status == "halted":
             raise typer.Exit(EXIT_HALTED)
+
+
+def ask_clarification(result: Any) -> Any:
+    """Ask ``result``'s pending question on the terminal (numbered options and "just answer"); the
+    ``ClarificationAnswer``, or None when the user gave no answer (end of input): then the turn
+    stays ``needs_clarification``. An answer that is not an option is asked again, up to three times."""
+    from ora_core.engine.app import JUST_ANSWER, answer_clarification
+
+    typer.echo(result.question, err=True)
+    for i, mode in enumerate(result.options, 1):
+        typer.echo(f"  {i}. {mode}", err=True)
+    typer.echo(f"  {len(result.options) + 1}. {JUST_ANSWER}", err=True)
+    for _ in range(3):
+        try:
+            reply = input("Your choice: ")
+        except EOFError:
+            return None
+        try:
+            return answer_clarification(result, reply)
+        except UsageError as exc:
+            typer.echo(f"ora: {exc}", err=True)
+    return None
 
 
 async def _consume(ora: Any, prompt: str, progress: bool, **options: Any) -> Any:

@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import Any
 
 from ora_core.engine.events import TurnFinished, from_trace
+from ora_core.engine.routing import JUST_ANSWER_MODE
 from ora_core.engine.runner import Runtime, run_turn_async
 from ora_core.kernel.config import ResolvedConfig, deep_merge, load_config
 from ora_core.kernel.errors import UsageError
-from ora_core.kernel.models import TurnResult
+from ora_core.kernel.models import ClarificationAnswer, TurnResult
 from ora_core.kernel.plugins import PluginHost
 
 
@@ -44,6 +45,30 @@ def nest_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
         leaf[parts[-1]] = value
         nested = deep_merge(nested, node)
     return nested
+
+
+JUST_ANSWER = "just answer"
+
+
+def answer_clarification(result: TurnResult, choice: str) -> ClarificationAnswer:
+    """The answer to ``result``'s pending clarification: ``choice`` is one of ``result.options`` (a
+    mode name), its 1-based number, or "just answer" (a direct reply: the ``simple`` mode). Anything
+    else is a ``UsageError`` listing what may be chosen."""
+    if result.status != "needs_clarification" or not result.question:
+        raise UsageError("this turn asked no question to answer")
+    offered = list(result.options)
+    picked = choice.strip().lower()
+    if picked in (JUST_ANSWER, "just", "answer", str(len(offered) + 1)):
+        chosen = JUST_ANSWER_MODE
+    elif picked.isdigit() and 1 <= int(picked) <= len(offered):
+        chosen = offered[int(picked) - 1]
+    elif picked in offered:
+        chosen = picked
+    else:
+        choices = ", ".join([*(f"{i} ({m})" for i, m in enumerate(offered, 1)), f"{len(offered) + 1} ({JUST_ANSWER})"])
+        raise UsageError(f"{choice!r} is not one of the options: {choices}")
+    return ClarificationAnswer(question=result.question, options=offered, chosen=chosen,
+                               asked_in_turn=result.turn_id)
 
 
 def check_prompt(prompt: Any) -> str:
@@ -90,9 +115,11 @@ class Ora:
 
     async def arun(self, prompt: str, *, mode: str | None = None, best_guess: bool | None = None,
                    inject: str | None = None, conversation_id: str | None = None,
-                   on_event: Callable[[Any], None] | None = None) -> TurnResult:
+                   on_event: Callable[[Any], None] | None = None,
+                   clarification: ClarificationAnswer | None = None) -> TurnResult:
         """Run one turn. ``on_event`` sees each typed event (``TurnEvent``) as it happens, from
-        whichever thread emitted it; ``stream`` is the async-iterator form."""
+        whichever thread emitted it; ``stream`` is the async-iterator form. ``clarification``
+        answers a previous turn's ``needs_clarification`` (``answer_clarification`` builds it)."""
         check_prompt(prompt)
         observer = None
         if on_event is not None:
@@ -100,7 +127,8 @@ class Ora:
                 for event in from_trace(trace_event):
                     on_event(event)
         return await run_turn_async(self.runtime, prompt, conversation_id=conversation_id, mode=mode,
-                                    best_guess=best_guess, inject=inject, on_event=observer)
+                                    best_guess=best_guess, inject=inject, on_event=observer,
+                                    clarification=clarification)
 
     def run(self, prompt: str, **options: Any) -> TurnResult:
         """``arun`` on a new event loop (from synchronous code; inside a loop, await ``arun``)."""
@@ -112,7 +140,8 @@ class Ora:
                          "or 'async for event in ora.stream(...)' there")
 
     async def stream(self, prompt: str, *, mode: str | None = None, best_guess: bool | None = None,
-                     inject: str | None = None, conversation_id: str | None = None) -> AsyncIterator[Any]:
+                     inject: str | None = None, conversation_id: str | None = None,
+                     clarification: ClarificationAnswer | None = None) -> AsyncIterator[Any]:
         """Yield the turn's typed events as they happen; the last is ``TurnFinished`` (with the result).
 
         An error that stops the turn from running at all (``UsageError``, ``ConfigError``) is raised
@@ -128,7 +157,7 @@ class Ora:
         async def turn() -> TurnResult:
             try:
                 return await self.arun(prompt, mode=mode, best_guess=best_guess, inject=inject,
-                                       conversation_id=conversation_id, on_event=push)
+                                       conversation_id=conversation_id, on_event=push, clarification=clarification)
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, done)
 

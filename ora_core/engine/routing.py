@@ -422,16 +422,25 @@ def _option(library: Any, name: str) -> str:
     return f"{title} ({name})"
 
 
-def clarification_question(options: list[str], library: Any, *, not_a_request: bool) -> str:
-    """The question of a pending clarification: the options (at least two real ones whenever the
-    library has two modes) and "just answer"."""
+#: The mode "just answer" runs: a direct, grounded reply without analysis.
+JUST_ANSWER_MODE = "simple"
+
+
+def question_options(options: list[str], library: Any) -> list[str]:
+    """The modes a pending clarification offers: at least two real ones whenever the library has
+    two modes (never "a choice" of one), at most ``QUESTION_OPTIONS``."""
     names = list(dict.fromkeys(options))
-    for mode in library:  # pad to two real options: never "a choice" of one
+    for mode in library:  # pad to two real options
         if len(names) >= 2:
             break
         if mode.name not in names:
             names.append(mode.name)
-    listed = "; ".join(_option(library, n) for n in names[:QUESTION_OPTIONS])
+    return names[:QUESTION_OPTIONS]
+
+
+def clarification_question(options: list[str], library: Any, *, not_a_request: bool) -> str:
+    """The question of a pending clarification: the options (``question_options``) and "just answer"."""
+    listed = "; ".join(_option(library, n) for n in question_options(options, library))
     if not_a_request:
         return (f"I could not tell what you would like me to do with this. Which fits best: {listed}? "
                 "Or say 'just answer' for a direct reply.")
@@ -495,7 +504,8 @@ def dispatch(signals: list[Signal], rescan: list[Signal], library: Any, *, force
     def pending(options: list[str], rule: str, why: str, *, not_a_request: bool) -> RoutingDecision:
         question = clarification_question(options, library, not_a_request=not_a_request)
         if not best_guess:
-            return decided(None, "pending", rule, f"{why}: asking the user", pending_clarification=question)
+            return decided(None, "pending", rule, f"{why}: asking the user", pending_clarification=question,
+                           clarification_options=question_options(options, library))
         if not not_a_request and options:
             return decided(options[0], "best-guess", rule,
                            f"{why}; best guess: {options[0]!r} leads; the clarification is kept",

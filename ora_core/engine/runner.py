@@ -42,7 +42,7 @@ from ora_core.engine.stage0 import run_stage0
 from ora_core.engine.warmup import WARMUP_JOIN_S, start_warmup
 from ora_core.kernel.config import ResolvedConfig
 from ora_core.kernel.errors import ModeError, OraError
-from ora_core.kernel.models import ContextPackage, FaultPoint, TurnResult
+from ora_core.kernel.models import ClarificationAnswer, ContextPackage, FaultPoint, TurnResult
 from ora_core.kernel.modes import STREAMS, ModeLibrary, load_modes
 from ora_core.kernel.plugins import PluginHost
 from ora_core.kernel.trace import TurnContext
@@ -144,8 +144,12 @@ async def _close_turn(turn: Any, result: TurnResult, timeout_s: float) -> TurnRe
 async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str | None = None,
                          mode: str | None = None, best_guess: bool | None = None,
                          inject: str | None = None, on_event: Callable[[Any], None] | None = None,
-                         **options: Any) -> TurnResult:
-    """Run one turn. ``on_event`` sees every trace event (``ora run``'s progress lines)."""
+                         clarification: ClarificationAnswer | None = None, **options: Any) -> TurnResult:
+    """Run one turn. ``on_event`` sees every trace event (``ora run``'s progress lines).
+    ``clarification``: the user's answer to the previous turn's question; its choice is the mode
+    (forced), and the question, the options and the answer are recorded in this turn's trace."""
+    if clarification is not None:
+        mode = clarification.chosen
     injector = faults.resolve_injector(runtime.host, inject) if inject else None
     observers = [EventObserver(on_event)] if on_event is not None else []
     turn = runtime.new_turn(prompt, conversation_id, observers).open()
@@ -159,6 +163,10 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
                          severity="info", mode=injector.name)
     if options:
         turn.emit("note", step="turn", ignored_options=sorted(options))
+    if clarification is not None:
+        turn.contingency("clarification-answered-by-user", "pre-routing",
+                         f"asked {clarification.question!r}; the user chose {clarification.chosen!r}",
+                         severity="info", **clarification.model_dump(mode="json"))
     runtime.host.call_observers("ora_turn_started", _observer_error(turn), turn=turn)
     guess = runtime.config.pipeline.best_guess if best_guess is None else best_guess
     crash: Exception | None = None
@@ -209,7 +217,8 @@ async def _sequence(runtime: Runtime, turn: TurnContext, prompt: str, *, forced_
     routing = run_routing(turn, library, phase_a.cleaned_prompt, forced_mode=forced_mode,
                           best_guess=best_guess)
     if routing.pending_clarification:
-        return TurnResult(status="needs_clarification", question=routing.pending_clarification)
+        return TurnResult(status="needs_clarification", question=routing.pending_clarification,
+                          options=list(routing.clarification_options))
     assert routing.mode is not None
     mode = _load_mode(turn, library, routing.mode)
     if mode is None or mode.gear == 1:

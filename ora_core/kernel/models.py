@@ -289,6 +289,7 @@ class TurnResult(_Shape):
     status: TurnStatus
     answer: str = ""
     question: str | None = None  # set when status is needs_clarification
+    options: list[str] = Field(default_factory=list)  # needs_clarification: the modes offered ("just answer": simple)
     mode: str = ""
     gear: int = 0
     turn_id: str = ""
@@ -427,6 +428,7 @@ class RoutingDecision(_Shape):
     classification_confidence: ClassificationConfidence
     candidates: list[ModeCandidate] = Field(default_factory=list)
     pending_clarification: str | None = None
+    clarification_options: list[str] = Field(default_factory=list)  # the modes the question offers
     pending_clarification_swallowed: str | None = None
     signal_strength_summary: SignalStrengthSummary = Field(default_factory=SignalStrengthSummary)
     reasoning: str = ""
@@ -587,6 +589,17 @@ class ModelReply(_Shape):
     model: str = ""
     calls: int = 1
     supplements: int = 0
+
+
+class ClarificationAnswer(_Shape):
+    """The user's answer to a turn's pending clarification, carried into the turn that follows it
+    (``ora run`` on a terminal asks; an application passes it to ``Ora.run``): the question asked,
+    the options offered, the choice, and the turn that asked."""
+
+    question: str
+    options: list[str] = Field(default_factory=list)
+    chosen: str  # a mode name ("just answer" is the simple mode)
+    asked_in_turn: str = ""
 
 
 class VerificationCall(_Shape):

@@ -30,7 +30,9 @@ SIGNAL_EFFECTS: dict[SignalKind, str] = {
         "signals do only when nothing but courtesies is left of the prompt. cleaned_prompt (Stage 1 "
         "re-scan): a strong signal with no strong mode signal routes to `simple`."),
     SignalKind.MODE_SIGNAL: (
-        "cleaned_prompt: a vote for the signal's `mode` (strong weighs 3, weak 1) in pre-routing."),
+        "cleaned_prompt: vocabulary for the signal's `mode` in pre-routing: a strong phrase (or three weak "
+        "ones) gives the mode a full vocabulary share, combined with the semantic score (the embedder "
+        "against the mode's examples) into the mode's one routing score."),
     SignalKind.UNHEALTHY: (
         "model_output: a strong signal regenerates the step once; unhealthy again, the step is degraded "
         "(`<step>-unhealthy-after-regenerate`). Weak signals are traced only."),
@@ -46,8 +48,10 @@ SIGNAL_EFFECTS: dict[SignalKind, str] = {
         "counted by the Supplemental RAG compliance check (confident / cap-forced confabulator)."),
     SignalKind.INSTRUCTION: (
         "context_package: a retrieved chunk carries instruction-like text (imperatives to the model, "
-        "verdict tokens, protocol blocks); named as a contingency, and an output that repeats it is "
-        "unhealthy. model_output: the output repeats such planted text (strong: unhealthy)."),
+        "role markers, verdict tokens, protocol blocks): named as a contingency with the chunk's source "
+        "and marked on the chunk (provenance.extra['instruction_like']); the chunk stays as data. An "
+        "output that repeats or obeys the marked text is `unhealthy` (ora-evidence-guard's "
+        "planted-instruction-echo), so the step is regenerated, then degraded: never `ok`."),
 }
 
 
