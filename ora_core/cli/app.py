@@ -17,6 +17,7 @@ from typing import Any, Optional
 
 import typer
 
+from ora_core.cli import bench_grounding
 from ora_core.cli import models as models_commands
 from ora_core.cli import modes as modes_commands
 from ora_core.cli import run as run_command
@@ -82,6 +83,7 @@ def build_app() -> typer.Typer:
 
     modes_commands.register(app)
     models_commands.register(app)
+    bench_grounding.register(app)
     return app
 
 

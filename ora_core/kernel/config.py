@@ -63,6 +63,12 @@ class TraceConfig(_Section):
     # How long a turn waits for its sinks to close (write, sync) before it returns anyway with
     # tracing degraded, the late sinks named on stderr: a stalled disk never hangs a turn.
     close_timeout_s: float = Field(default=60.0, gt=0)
+    # When a turn's trace files are committed. "turn": before the turn returns (complete, and with
+    # the sink's fsync on the device: the turn waits for its own writes). "async": the sink's
+    # writer commits the files of finished turns in groups after they return (one durability
+    # barrier per group); files are always whole (atomic), a crash loses at most the turns of
+    # the last group, which were not committed yet. Sinks say how they honour it.
+    durability: Literal["turn", "async"] = "turn"
 
     def resolved_root(self) -> Path:
         return Path(self.root).expanduser() if self.root else user_data_dir() / "traces"

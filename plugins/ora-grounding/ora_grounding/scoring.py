@@ -4,33 +4,38 @@ For every claim (a sentence that asserts something, see ``text.split_claims``):
 
 - ``lexical`` — the share of the claim's content words found in the evidence (stem-aware);
 - ``semantic`` — the best MiniLM cosine between the claim and an evidence unit (a sentence, or
-  two adjacent sentences). Long evidence is first narrowed to the ``candidates`` units sharing
-  the most content words with the claim, so a 100-sentence page costs a few encodes;
+  two adjacent sentences); only the ``candidates`` units sharing the most content words with
+  the claim are encoded, so a 100-sentence page costs a few encodes. A claim found word for
+  word in the evidence (a span such as "New York Cotton Exchange") has similarity 1.0;
 - ``specifics`` — every number, date, name and quotation of the claim, looked up in the
   evidence (``specifics.check_specifics``).
 
-    claim score = lexical
-                  - specific_penalty * min(missing specifics, max_penalised_specifics)
-                  - semantic_penalty * max(0, semantic_floor - semantic)   (claims of >= semantic_min_words)
+They combine in a logistic model (``model``: the fitted constants and how they were fitted)::
 
-clipped to [0, 1]; a claim found word for word in the evidence (a span such as "New York
-Cotton Exchange") has similarity 1.0. The output's score is the weakest claim's (one unsupported claim is enough
-to fail an answer). Similarity only *lowers* a score, and only for claims long enough for a
-sentence embedding to mean something: a short fragment ("2005, 2007") is always dissimilar to
-a whole evidence sentence, so for it the lexical and specifics checks are the test. The
-constants sit on a plateau of the dev files (``benchmarks/grounding.py``), not on its peak.
+    claim logit = intercept + lexical * w_lexical + semantic * w_semantic
+                  + w_missing * min(missing specifics, max_missing)
+
+and a claim's score is ``sigmoid(logit)``, an estimate of P(supported). The answer's score is
+the weakest claim's, lowered by ``w_personal`` (in logit) when a sentence of the answer talks
+about the speaker or the listener (``text.speaks_of_persons``; a sentence the evidence holds
+word for word is exempt): chit-chat and opinion make no claim the evidence can support.
+
+A claim with a specific the evidence lacks is unsupported whatever its score: an invented
+figure, date, name or quotation is named and fails the verdict.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from . import model
 from .evidence import EvidenceItem
 from .specifics import EvidenceIndex, SpecificCheck, check_specifics
-from .text import content_stems, content_words, split_sentences
+from .text import content_stems, content_words, speaks_of_persons, split_sentences
 
 
 class Embedder(Protocol):
@@ -38,16 +43,17 @@ class Embedder(Protocol):
 
 
 class ScoringWeights(BaseModel):
-    """How the features combine; defaults chosen on the dev files."""
+    """How the features combine: the logistic model of ``model`` (fitted constants by default)."""
 
     model_config = ConfigDict(extra="forbid")
 
-    specific_penalty: float = 0.5
-    max_penalised_specifics: int = 3
-    semantic_floor: float = 0.9
-    semantic_penalty: float = 0.5
-    semantic_min_words: int = 4
-    candidates: int = Field(default=8, ge=1)
+    intercept: float = model.INTERCEPT
+    lexical: float = model.LEXICAL
+    semantic: float = model.SEMANTIC
+    missing_specific: float = model.MISSING_SPECIFIC
+    max_missing: int = Field(default=model.MAX_MISSING, ge=0)
+    personal: float = model.PERSONAL
+    candidates: int = Field(default=model.CANDIDATES, ge=1)
     unit_chars: int = Field(default=600, ge=50)
 
 
@@ -58,8 +64,10 @@ class ClaimScore(BaseModel):
 
     claim: str
     score: float
+    logit: float
     lexical: float
     semantic: float
+    verbatim: bool = False
     best_evidence: str = ""
     best_source: str = ""
     specifics: list[SpecificCheck] = []
@@ -105,11 +113,33 @@ def lexical_support(claim_words: Sequence[str], index: EvidenceIndex) -> float:
     return sum(index.has_word(w) for w in claim_words) / len(claim_words)
 
 
+def sigmoid(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def claim_logit(lexical: float, semantic: float, missing: int, weights: ScoringWeights) -> float:
+    return (weights.intercept + weights.lexical * lexical + weights.semantic * semantic
+            + weights.missing_specific * min(missing, weights.max_missing))
+
+
 def score_claims(claims: Sequence[str], items: Sequence[EvidenceItem], embedder: Embedder,
-                 weights: ScoringWeights | None = None, *, threshold: float = 0.5) -> list[ClaimScore]:
-    """Score each claim against the evidence items (non-empty: the caller handles no evidence)."""
+                 weights: ScoringWeights | None = None, *, threshold: float = 0.5,
+                 index: EvidenceIndex | None = None, from_question: bool = False,
+                 denied: bool = False) -> list[ClaimScore]:
+    """Score each claim against the evidence items (non-empty: the caller handles no evidence).
+
+    ``from_question``: the claims are the proposition of the question a bare "Yes."/"No."
+    answers. Its wording is the asker's (often one question joining what two evidence sentences
+    say), no paraphrase of an evidence sentence, so its similarity counts as at least its
+    lexical share: its subject matter is what must be grounded.
+    ``denied``: the answer denies that proposition (a bare "No."): a specific of it that the
+    evidence lacks may be the very reason for the denial, so it is reported in ``specifics``
+    but neither counted nor failing."""
     weights = weights or ScoringWeights()
-    index = EvidenceIndex.build(item.text for item in items)
+    index = index or EvidenceIndex.build(item.text for item in items)
     units = evidence_units(items, weights.unit_chars)
     picks = [_candidates(set(content_stems(c)), units, weights.candidates) for c in claims]
     wanted = sorted({i for p in picks for i in p})
@@ -123,25 +153,38 @@ def score_claims(claims: Sequence[str], items: Sequence[EvidenceItem], embedder:
             sim = float(claim_vectors[c] @ unit_vectors[position[i]])
             if best_i < 0 or sim > best:
                 best_i, best = i, sim
-        if index.has_phrase(claim):  # the claim quotes the evidence word for word: a span of it
+        verbatim = index.has_phrase(claim)
+        if verbatim:  # the claim quotes the evidence word for word: a span of it
             best = 1.0
-        claim_words = content_words(claim)
-        lexical = lexical_support(claim_words, index)
+        lexical = lexical_support(content_words(claim), index)
+        if from_question:
+            best = max(best, lexical)
         checks = check_specifics(claim, index)
-        missing = [m for check in checks if not check.supported for m in (check.missing or [check.text])]
-        raw = lexical - weights.specific_penalty * min(len(missing), weights.max_penalised_specifics)
-        if len(claim_words) >= weights.semantic_min_words:
-            raw -= weights.semantic_penalty * max(0.0, weights.semantic_floor - best)
-        score = round(min(1.0, max(0.0, raw)), 4)
+        missing = [] if denied else [m for check in checks if not check.supported
+                                     for m in (check.missing or [check.text])]
+        logit = claim_logit(lexical, best, len(missing), weights)
+        score = round(sigmoid(logit), 4)
         scores.append(ClaimScore(
-            claim=claim, score=score, lexical=round(lexical, 4), semantic=round(best, 4),
-            best_evidence=units[best_i].text[:300] if best_i >= 0 else "",
+            claim=claim, score=score, logit=round(logit, 4), lexical=round(lexical, 4), semantic=round(best, 4),
+            verbatim=verbatim, best_evidence=units[best_i].text[:300] if best_i >= 0 else "",
             best_source=units[best_i].source if best_i >= 0 else "",
-            specifics=checks, missing_specifics=missing, supported=score >= threshold,
+            specifics=checks, missing_specifics=missing, supported=score >= threshold and not missing,
         ))
     return scores
 
 
-def output_score(scores: Sequence[ClaimScore]) -> float:
-    """The weakest claim's score (0.0 when there is no claim)."""
-    return min((s.score for s in scores), default=0.0)
+def personal_sentences(sentences: Sequence[str], index: EvidenceIndex) -> list[str]:
+    """The sentences that talk about the speaker or the listener, except those the evidence
+    holds word for word (a title such as "I Will Always Love You" quoted from it)."""
+    return [s for s in sentences if speaks_of_persons(s) and not index.has_phrase(s)]
+
+
+def output_score(scores: Sequence[ClaimScore], weights: ScoringWeights | None = None, *,
+                 personal: bool = False) -> float:
+    """The answer's score: the weakest claim's, lowered (in logit) by ``weights.personal`` when
+    the answer talks about the speaker or the listener; 0.0 when there is no claim."""
+    if not scores:
+        return 0.0
+    weights = weights or ScoringWeights()
+    logit = min(s.logit for s in scores) + (weights.personal if personal else 0.0)
+    return round(sigmoid(logit), 4)

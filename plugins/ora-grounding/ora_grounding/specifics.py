@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ora_core.api import lazy_compile
 
-from .text import STOPWORDS, stem, words
+from .text import STOPWORDS, fold, stem, words
 
 SpecificKind = Literal["number", "date", "name", "quotation"]
 
@@ -80,7 +80,7 @@ class SpecificCheck(BaseModel):
 
 
 def _normalise_phrase(text: str) -> str:
-    return " " + _NON_ALNUM.sub(" ", text.lower().replace("’", "'")).strip() + " "
+    return " " + _NON_ALNUM.sub(" ", fold(text).replace("’", "'")).strip() + " "
 
 
 def normalise_number(token: str) -> str | None:
@@ -141,7 +141,7 @@ class EvidenceIndex:
         return index
 
     def has_word(self, word: str) -> bool:
-        w = word.lower().replace("’", "'").strip("'.-")
+        w = fold(word).replace("’", "'").strip("'.-")
         return w in self.vocab or stem(w) in self.vocab or _normalise_phrase(w) in self.phrase
 
     def has_phrase(self, text: str) -> bool:

@@ -7,6 +7,7 @@ without loading a model.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from ora_core.api import lazy_compile
@@ -36,8 +37,13 @@ STOPWORDS: frozenset[str] = frozenset([
     "ll", "m", "re", "ve"
 ])
 
-_WORD = lazy_compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
-_SENTENCE_END = lazy_compile(r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Za-z0-9])")
+_WORD = lazy_compile(r"[^\W_][\w'’\-]*")
+_SENTENCE_END = lazy_compile(
+    r"(?<=[.!?…])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Za-z0-9])"
+    # two sentences glued without a space ("...the Byzantine Empire.Süreyya Opera House is"),
+    # as scraped and concatenated text has them: a lower-case word, its stop, a capitalised word
+    r"|(?<=[a-z][a-z][.!?])(?=[A-Z][^\W\d_])"
+)
 _BLOCK_START = lazy_compile(r"^\s*(?:[-*•]\s|\d+[.)]\s|>\s?)")
 _HEADING = lazy_compile(r"^\s*#{1,6}\s+")
 _ABBREVIATIONS = lazy_compile(
@@ -48,9 +54,23 @@ _ABBREVIATIONS = lazy_compile(
 _INITIAL = lazy_compile(r"(?:^|\s)[A-Z]\.$")
 
 
+#: Letters NFKD does not split into a base letter and an accent.
+_UNDECOMPOSABLE = str.maketrans({"ı": "i", "ø": "o", "Ø": "O", "ł": "l", "Ł": "L", "đ": "d", "Đ": "D", "ß": "ss",
+                                 "æ": "ae", "Æ": "Ae", "œ": "oe", "Œ": "Oe"})
+
+
+def fold(text: str) -> str:
+    """Lower case without accents ("Süreyya" -> "sureyya", "Bartók" -> "bartok"): an answer that
+    spells a name without its accents still names what the evidence names."""
+    if text.isascii():
+        return text.lower()
+    decomposed = unicodedata.normalize("NFKD", text.translate(_UNDECOMPOSABLE))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+
+
 def words(text: str) -> list[str]:
-    """Lower-cased word tokens (letters/digits, inner apostrophes and hyphens kept)."""
-    return [w.lower().replace("’", "'").strip("'-") for w in _WORD.findall(text)]
+    """Lower-cased, accent-folded word tokens (letters/digits, inner apostrophes and hyphens kept)."""
+    return [w.replace("’", "'").strip("'-") for w in _WORD.findall(fold(text))]
 
 
 def stem(word: str) -> str:
@@ -140,14 +160,23 @@ def is_affirmation(text: str) -> bool:
     return bool(_AFFIRMATION.match(text))
 
 
+_DENIAL = lazy_compile(r"^\s*(?:no|nope|incorrect|false)\b[\s,.!]*$", re.IGNORECASE)
+
+
+def is_denial(text: str) -> bool:
+    """A bare no: it denies the question's proposition."""
+    return bool(_DENIAL.match(text))
+
+
 def is_claim(sentence: str) -> bool:
     """Does the sentence assert something checkable (a content word, not filler, not a question)?"""
     if _FILLER.match(sentence.strip()):
         return False
     if sentence.rstrip().endswith("?"):
         return False
-    # a content word, or a name / figure / symbol (a bare title such as "R&B" is an answer too)
-    return len(content_words(sentence)) >= 1 or bool(_SPECIFIC_MARK.search(sentence))
+    # a content word, or a name / figure / symbol (a bare title such as "R&B" is an answer too);
+    # the capital that opens every sentence is no such mark ("It really is." claims nothing)
+    return len(content_words(sentence)) >= 1 or bool(_SPECIFIC_MARK.search(sentence.strip()[1:]))
 
 
 def split_claims(text: str) -> list[str]:
@@ -176,3 +205,29 @@ def restates_question(claim: str, question: str) -> bool:
         return False
     return len(rest) / len(asked) >= RESTATEMENT_COVERAGE
 
+
+
+#: First- and second-person words: a sentence about the speaker or the listener ("I love dogs",
+#: "you should try it", "we went there") is talk, not a claim the evidence can support.
+_PERSONAL = lazy_compile(
+    r"(?<![\w'’])(?:i|i'm|i’m|im|i've|i'd|i'll|me|my|mine|myself|we|we're|we've|we'd|we'll|our|ours|ourselves|"
+    r"us|you|you're|you've|you'd|you'll|your|yours|yourself|yourselves)(?![\w'’])",
+    re.IGNORECASE,
+)
+_QUOTED = lazy_compile(r"\"[^\"\n]*\"|“[^”\n]*”")
+_NUMERAL_AFTER = lazy_compile(r"(?:^|[^.!?:;,\s])\s+[A-Z][\w'’-]*\s+$")  # "War I", never "Yes I"
+
+
+def speaks_of_persons(sentence: str) -> bool:
+    """Does the sentence talk about the speaker or the listener (I, me, my, we, our, you, your
+    ...), outside quotation marks? The Roman numeral "I" after a name ("World War I") and the
+    country "US" are not persons."""
+    text = _QUOTED.sub(" ", sentence)
+    for match in _PERSONAL.finditer(text):
+        token = match.group(0)
+        if token == "US":
+            continue
+        if token == "I" and _NUMERAL_AFTER.search(text[:match.start()]):
+            continue
+        return True
+    return False

@@ -12,7 +12,9 @@ claim: ``text.restates_question``). Faults (unreadable package, model that will 
 - ``subject`` — the text under review (protocol sections are set aside, see ``subject``); a
   bare yes/no asserts the question's proposition, so when the package carries the question
   (``EvidencePackage.prompt``, a mapping's ``"question"``) that proposition is what is checked
-  (its subject matter must be grounded; a non-LLM check cannot tell "yes" from "no");
+  (its subject matter must be grounded; a non-LLM check cannot tell "yes" from "no", except
+  that a bare "no" may deny the proposition because of a name or figure the evidence lacks, so
+  for a denial such specifics are reported but do not fail it);
 - ``package`` — the evidence: a ``str``; a list of chunk texts or ``Chunk`` objects; an object
   with ``.chunks`` (the kernel's ``EvidencePackage``, a ``Retrieval``); a mapping with
   ``"text"`` / ``"chunks"`` (see ``evidence.normalise_package``);
@@ -20,7 +22,7 @@ claim: ``text.restates_question``). Faults (unreadable package, model that will 
   which checks it ran instead;
 - ``ctx`` — the turn (or any object with ``.config``): the threshold is
   ``ctx.config.verification.threshold`` unless ``threshold`` is passed (to ``verify`` or to the
-  constructor).
+  constructor); the embedder is ``ctx.embedder()`` unless one was passed to the constructor.
 
 Chunks from the ``conversation`` stream (conversation memory: earlier turns, model answers
 included) are set aside, and the report says so: an answer grounded in the model's own earlier
@@ -34,16 +36,20 @@ from typing import Any
 from ora_core.api import Verdict, VerdictStatus, VerifierError
 
 from .evidence import normalise_package, package_question
-from .scoring import ClaimScore, Embedder, ScoringWeights, output_score, score_claims
+from .scoring import ClaimScore, Embedder, ScoringWeights, output_score, personal_sentences, score_claims
+from .specifics import EvidenceIndex
 from .subject import checkable_text
-from .text import is_affirmation, restates_question, split_claims
+from .text import is_affirmation, is_denial, restates_question, split_claims, split_sentences
 
 NAME = "grounding"
-#: Used only when neither the caller nor ``ctx.config.verification.threshold`` gives one; the
-#: threshold ``benchmarks/grounding.py`` recommends (max mean balanced accuracy on the dev files).
-DEFAULT_THRESHOLD = 0.6
+#: Used only when neither the caller nor ``ctx.config.verification.threshold`` gives one (the same
+#: value as ``[verification] threshold`` in the default configuration): the score estimates
+#: P(supported), and ``benchmarks/grounding_fit.py`` chose the threshold of best mean balanced
+#: accuracy over the dev files under cross-validation (0.30-0.41 on the training folds; 0.35 kept).
+DEFAULT_THRESHOLD = 0.35
 CHECKS = ("MiniLM similarity of each claim to its best evidence sentence", "lexical overlap",
-          "numbers, dates, names and quotations absent from the evidence")
+          "numbers, dates, names and quotations absent from the evidence",
+          "talk about the speaker or the listener (no evidence supports it)")
 
 
 #: Retrieval streams whose chunks are not evidence: conversation memory holds earlier model
@@ -87,12 +93,14 @@ class GroundingVerifier:
         self.weights = weights or ScoringWeights()
         self._embedder = embedder
 
-    def embedder(self) -> Embedder:
-        if self._embedder is None:
-            from .embedding import get_embedder
+    def embedder(self, ctx: Any = None) -> Embedder:
+        """The embedder given to the constructor, else the one the host registers under the
+        configured name (``ctx.embedder()``, behind a per-text cache); see ``embedding``."""
+        if self._embedder is not None:
+            return self._embedder
+        from .embedding import get_embedder
 
-            self._embedder = get_embedder()
-        return self._embedder
+        return get_embedder(ctx)
 
     def verify(self, subject: str, package: Any, criteria: str = "", ctx: Any = None, *,
                threshold: float | None = None) -> Verdict:
@@ -126,18 +134,29 @@ class GroundingVerifier:
         if not claims and question and is_affirmation(checkable.text):
             # "Yes." asserts the question's proposition: check that instead (see the module doc)
             claims = split_claims(question.rstrip().rstrip("?").rstrip() + ".")
-            data.update(claims_from_question=True, question=question[:500])
+            data.update(claims_from_question=True, question=question[:500], denied=is_denial(checkable.text))
         if not claims:
             why = "nothing to verify: the subject makes no checkable claim"
             if restated:
                 why += f" (it only restates the question: {restated[0][:120]!r})"
             return self._verdict(VerdictStatus.FAIL, 0.0, [why], [], [], data, criteria)
-        scores = score_claims(claims, items, self.embedder(), self.weights, threshold=limit)
-        score = output_score(scores)
+        index = EvidenceIndex.build(item.text for item in items)
+        scores = score_claims(claims, items, self.embedder(ctx), self.weights, threshold=limit, index=index,
+                              from_question=bool(data.get("claims_from_question")), denied=bool(data.get("denied")))
+        # chit-chat and opinion ("I love it", "have you tried it?") lower the score: no evidence
+        # supports talk about the speaker or the listener (questions and fillers count here too)
+        talk = [s for s in split_sentences(checkable.text) if s not in restated]
+        personal = personal_sentences(talk + (claims if data.get("claims_from_question") else []), index)
+        score = output_score(scores, self.weights, personal=bool(personal))
         unsupported = [s for s in scores if not s.supported]
         status = VerdictStatus.PASS if score >= limit and not unsupported else VerdictStatus.FAIL
-        reasons = [f"{len(scores) - len(unsupported)} of {len(scores)} claims supported; weakest claim "
-                   f"scores {score:.2f} (threshold {limit:.2f})"]
+        reasons = [f"{len(scores) - len(unsupported)} of {len(scores)} claims supported; score {score:.2f} "
+                   f"(threshold {limit:.2f}): the weakest claim's"
+                   + (", lowered because the answer talks about the speaker or the listener" if personal else "")]
+        if personal:
+            data["personal"] = personal
+            reasons.append("talk about the speaker or the listener, which no evidence supports: "
+                           + "; ".join(repr(p[:120]) for p in personal[:3]))
         for s in unsupported:
             reasons.append(_claim_reason(s))
         data["claims"] = [s.model_dump(mode="json") for s in scores]
@@ -157,7 +176,7 @@ def _claim_reason(s: ClaimScore) -> str:
     why = []
     by_kind: dict[str, list[str]] = {}
     for check in s.specifics:
-        if not check.supported:
+        if not check.supported and s.missing_specifics:  # none count for a denied proposition
             by_kind.setdefault(check.kind, []).append(check.text)
     for kind, texts in by_kind.items():
         why.append(f"{kind}{'s' if len(texts) > 1 else ''} not in the evidence: " + ", ".join(map(repr, texts)))

@@ -59,6 +59,7 @@ def run_gear2(tmp_path: Path, analysis: str, revision: str) -> tuple[Any, Path]:
     import ora_broken
     import ora_bypass
     import ora_health_detectors
+    import ora_minilm.plugin
     import ora_scripted
     import ora_signals
     import ora_trace_fs
@@ -75,7 +76,7 @@ def run_gear2(tmp_path: Path, analysis: str, revision: str) -> tuple[Any, Path]:
                                retrieval={"streams": {"conversation": False, "relationship": False}},
                                plugins={"trace-fs": {"fsync": False}})
     host = make_host(ora_scripted, ora_bypass, ora_signals, ora_modes, ora_trace_fs, ora_broken,
-                     ora_health_detectors, ora_grounding, VaultPlugin())
+                     ora_health_detectors, ora_grounding, ora_minilm.plugin, VaultPlugin())
     runtime = make_runtime(host, resolved, stderr=io.StringIO())
     result = run_turn(runtime, "Explain the history of the Eiffel Tower.", mode="standard")
     assert result.trace_path, runtime.stderr.getvalue()

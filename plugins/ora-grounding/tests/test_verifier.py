@@ -141,8 +141,8 @@ def test_the_raw_report_lists_claims_and_ends_with_a_verdict_line_the_kernel_rea
     assert "VERDICT: FAIL" in [line.strip() for line in verdict.raw_output.splitlines()]
 
 
-def test_a_verifier_without_an_embedder_loads_the_shared_model(embedder):
-    assert GroundingVerifier().embedder() is embedder
+def test_a_verifier_without_an_embedder_takes_the_hosts_configured_one(embedder, embedder_ctx):
+    assert GroundingVerifier().embedder(embedder_ctx) is embedder
 
 
 def test_a_bare_yes_is_checked_as_the_question_it_answers(verifier):

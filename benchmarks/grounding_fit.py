@@ -1,0 +1,364 @@
+"""Refit the grounding score's constants (``ora_grounding/model.py``) and report them honestly.
+
+    .venv/bin/python benchmarks/grounding_fit.py [--data DIR] [--folds 5] [--seed 0]
+        [--holdout 0.2] [--holdout-seed 15] [--cache PATH] [--write] [--json PATH]
+
+1. Reads every ``*.jsonl`` of ``DIR`` (default ``../shared/data``; the format of ``ora bench
+   grounding``) and sets a fixed seeded share of each file aside (``--holdout``, seed
+   ``--holdout-seed``; answers whose ids differ only in a final one-digit ``-N`` — a HaluEval record's two
+   answers — go together). Nothing below looks at that part until step 4.
+2. Runs the registered ``grounding`` verifier on every example, as ``ora bench grounding`` does,
+   and keeps what its report says of each claim (lexical share, similarity, missing specifics)
+   and whether the answer talks about the speaker or the listener. Features do not depend on the
+   fitted constants, so a refit needs no second pass (``--cache PATH`` keeps them between runs).
+3. Cross-validates the fit on the rest: ``--folds`` folds per file stratified by label (records
+   kept together), the model fitted on the training folds of all files pooled, its AUROC measured
+   on each file's held-out fold; the verdict threshold is chosen on the training folds (the one
+   that maximises the mean balanced accuracy over the files) and measured on the held-out fold.
+   The two baselines of ``ora bench grounding`` are measured on the same folds.
+4. Fits on all of the rest: the constants to ship. Reports their AUROC (and the baselines') on
+   the held-out share, and the threshold they recommend.
+
+With ``--write`` the fitted block of ``model.py`` is rewritten. The fit: L2-penalised logistic
+regression (Newton's method, intercept free), "the weakest claim decides" fitted as a
+multiple-instance problem: each answer is represented by its weakest claim under the current
+weights, refitted until those picks settle (answers with no claim are left out of the fit and
+scored 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import random
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pydantic import BaseModel
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "plugins" / "ora-grounding"))
+
+from ora_grounding import model  # noqa: E402
+
+from ora_core.cli.bench_grounding import (  # noqa: E402
+    DEFAULT_DATA,
+    GroundingExample,
+    auroc,
+    data_files,
+    length_score,
+    load_examples,
+    overlap_score,
+)
+
+FEATURES = ("lexical", "semantic", "missing")
+
+
+class AnswerFeatures(BaseModel):
+    """What the verifier's report says of one answer: a row per claim, and the personal flag."""
+
+    claims: list[list[float]]  # [lexical, semantic, missing specifics] per claim
+    personal: bool
+
+
+class Split(BaseModel):
+    file: str
+    examples: list[GroundingExample]
+    groups: list[str]
+    holdout: list[bool]
+    features: list[AnswerFeatures]
+
+    def labels(self) -> np.ndarray:
+        return np.array([e.label for e in self.examples])
+
+
+# --- the fit -----------------------------------------------------------------------------------
+
+def design(f: AnswerFeatures, max_missing: int) -> np.ndarray:
+    """The claim rows of one answer as model inputs: lexical, semantic, capped missing, personal."""
+    rows = [[lex, sem, min(miss, max_missing), float(f.personal)] for lex, sem, miss in f.claims]
+    return np.array(rows, dtype=float).reshape(-1, 4)
+
+
+def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, iterations: int = 100) -> np.ndarray:
+    """Weights (last = intercept, unpenalised) of an L2-penalised logistic regression, by Newton."""
+    x1 = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(x1.shape[1])
+    penalty = np.eye(x1.shape[1]) * l2
+    penalty[-1, -1] = 0.0
+    for _ in range(iterations):
+        p = 1.0 / (1.0 + np.exp(-(x1 @ w)))
+        gradient = x1.T @ (p - y) + penalty @ w
+        hessian = x1.T @ (x1 * (p * (1 - p))[:, None]) + penalty
+        step = np.linalg.solve(hessian, gradient)
+        w -= step
+        if np.abs(step).max() < 1e-9:
+            break
+    return w
+
+
+def fit_weakest_claim(answers: list[np.ndarray], y: np.ndarray, l2: float, rounds: int = 20) -> np.ndarray:
+    """Fit where each answer counts as its weakest claim under the weights being fitted."""
+    keep = [i for i, a in enumerate(answers) if len(a)]
+    picks = [answers[i][np.argmin(answers[i][:, 0] + answers[i][:, 1])] for i in keep]  # start: lexical + similarity
+    w = fit_logistic(np.array(picks), y[keep], l2)
+    for _ in range(rounds):
+        new_picks = [answers[i][np.argmin(answers[i] @ w[:-1])] for i in keep]
+        if all(np.array_equal(a, b) for a, b in zip(picks, new_picks, strict=True)):
+            break
+        picks = new_picks
+        w = fit_logistic(np.array(picks), y[keep], l2)
+    return w
+
+
+def answer_logits(w: np.ndarray, answers: list[np.ndarray]) -> np.ndarray:
+    """The answer's logit: its weakest claim's (the personal term is the same on every row)."""
+    return np.array([float((a @ w[:-1]).min() + w[-1]) if len(a) else -50.0 for a in answers])
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-z))
+
+
+def balanced_accuracy(scores: np.ndarray, y: np.ndarray, t: float) -> float:
+    return float(((scores[y == 1] >= t).mean() + (scores[y == 0] < t).mean()) / 2)
+
+
+def shared_threshold(per_file: list[tuple[np.ndarray, np.ndarray]]) -> float:
+    """The threshold on a 0.01 grid that maximises the mean balanced accuracy over the files
+    (ties: the one nearest 0.5)."""
+    grid = [round(t, 2) for t in np.arange(0.05, 0.96, 0.01)]
+    return max(grid, key=lambda t: (round(statistics.fmean(balanced_accuracy(s, y, t) for s, y in per_file), 9),
+                                    -abs(t - 0.5)))
+
+
+# --- splits ------------------------------------------------------------------------------------
+
+def record_groups(examples: list[GroundingExample]) -> list[str]:
+    """Answers whose ids differ only in a final ``-N`` (one digit) belong together (a HaluEval record)."""
+    stems = [re.sub(r"-\d$", "", e.id) for e in examples]
+    counts: dict[str, int] = {}
+    for s in stems:
+        counts[s] = counts.get(s, 0) + 1
+    return [s if counts[s] > 1 else e.id for s, e in zip(stems, examples, strict=True)]
+
+
+def group_folds(labels: list[int], groups: list[str], k: int, seed: int) -> list[int]:
+    """Folds of whole groups, dealt round per label mix so each fold keeps the file's proportions."""
+    members: dict[str, list[int]] = {}
+    for i, g in enumerate(groups):
+        members.setdefault(g, []).append(i)
+    order = sorted(members)
+    random.Random(seed).shuffle(order)
+    fold_of: dict[str, int] = {}
+    mixes = sorted({tuple(sorted(labels[i] for i in members[g])) for g in order})
+    start = 0
+    for mix in mixes:
+        same = [g for g in order if tuple(sorted(labels[i] for i in members[g])) == mix]
+        for n, g in enumerate(same):
+            fold_of[g] = (start + n) % k
+        start = (start + len(same)) % k
+    return [fold_of[g] for g in groups]
+
+
+def holdout_of(groups: list[str], share: float, seed: int) -> list[bool]:
+    """A seeded ``share`` of the groups (whole groups only): the groups sorted, shuffled with
+    ``random.Random(seed)``, the first ``round(share * groups)`` taken. This is the split the
+    shipped features were designed against (their choices never saw it), so keep it unless the
+    design is redone."""
+    order = sorted(set(groups))
+    random.Random(seed).shuffle(order)
+    held = set(order[: round(len(order) * share)])
+    return [g in held for g in groups]
+
+
+# --- features from the verifier ----------------------------------------------------------------
+
+def verifier_and_ctx() -> tuple[Any, Any]:
+    """The registered ``grounding`` verifier and a ctx whose ``embedder()`` is the configured one,
+    found as ``ora bench grounding`` finds them."""
+    from ora_core.cli.state import get_host, load_resolved
+    from ora_core.kernel.trace import StandaloneContext
+
+    host = get_host()
+    return host.get("verifier", "grounding"), StandaloneContext(load_resolved(), host=host)
+
+
+def features_of(verdict: Any) -> AnswerFeatures:
+    claims = [[float(c["lexical"]), float(c["semantic"]), float(len(c["missing_specifics"]))]
+              for c in verdict.data.get("claims", [])]
+    return AnswerFeatures(claims=claims, personal=bool(verdict.data.get("personal")))
+
+
+def example_key(e: GroundingExample) -> str:
+    return hashlib.sha256(json.dumps([e.evidence, e.question, e.answer, model.CANDIDATES]).encode()).hexdigest()
+
+
+def compute_features(examples: list[GroundingExample], cache: dict[str, Any], verifier: Any, ctx: Any,
+                     path: Path) -> list[AnswerFeatures]:
+    out = []
+    for e in examples:
+        key = example_key(e)
+        if key not in cache:
+            verdict = verifier.verify(e.answer, {"chunks": [e.evidence], "question": e.question}, "", ctx)
+            cache[key] = features_of(verdict).model_dump()
+        out.append(AnswerFeatures.model_validate(cache[key]))
+    print(f"  features: {path.name} ({len(examples)} answers)", file=sys.stderr)
+    return out
+
+
+# --- the report --------------------------------------------------------------------------------
+
+def cross_validate(splits: list[Split], k: int, seed: int, l2: float, max_missing: int) -> dict[str, Any]:
+    folds = {s.file: group_folds([e.label for e in s.examples], s.groups, k, seed) for s in splits}
+    per_file: dict[str, dict[str, list[float]]] = {
+        s.file: {"model": [], "overlap": [], "length": [], "accuracy": [], "balanced": []} for s in splits}
+    thresholds = []
+    for held in range(k):
+        train_x: list[np.ndarray] = []
+        train_y: list[int] = []
+        for s in splits:
+            for i, f in enumerate(s.features):
+                if not s.holdout[i] and folds[s.file][i] != held:
+                    train_x.append(design(f, max_missing))
+                    train_y.append(s.examples[i].label)
+        w = fit_weakest_claim(train_x, np.array(train_y), l2)
+        train_scores, test_scores = [], []
+        for s in splits:
+            y = s.labels()
+            tr = [i for i in range(len(y)) if not s.holdout[i] and folds[s.file][i] != held]
+            te = [i for i in range(len(y)) if not s.holdout[i] and folds[s.file][i] == held]
+            train_scores.append((sigmoid(answer_logits(w, [design(s.features[i], max_missing) for i in tr])), y[tr]))
+            test_scores.append((s, te, sigmoid(answer_logits(w, [design(s.features[i], max_missing) for i in te])),
+                                y[te]))
+        t = shared_threshold(train_scores)
+        thresholds.append(float(t))
+        for s, te, scores, y in test_scores:
+            r = per_file[s.file]
+            r["model"].append(auroc(list(scores), list(y)))
+            overlaps = [overlap_score(s.examples[i].answer, s.examples[i].evidence) for i in te]
+            r["overlap"].append(auroc(overlaps, list(y)))
+            lengths = [length_score(s.examples[i].answer) for i in te]
+            tr_lengths = [(length_score(s.examples[i].answer), s.examples[i].label) for i in range(len(s.examples))
+                          if not s.holdout[i] and folds[s.file][i] != held]
+            sign = -1.0 if auroc([a for a, _ in tr_lengths], [b for _, b in tr_lengths]) < 0.5 else 1.0
+            r["length"].append(auroc([sign * v for v in lengths], list(y)))
+            r["accuracy"].append(float(((scores >= t) == (y == 1)).mean()))
+            r["balanced"].append(balanced_accuracy(scores, y, t))
+    summary = {}
+    for file, r in per_file.items():
+        m, o, ln = (statistics.fmean(r[n]) for n in ("model", "overlap", "length"))
+        summary[file] = {"auroc": round(m, 4), "auroc_sd": round(statistics.pstdev(r["model"]), 4),
+                         "overlap": round(o, 4), "length": round(ln, 4), "delta": round(m - max(o, ln), 4),
+                         "accuracy": round(statistics.fmean(r["accuracy"]), 4),
+                         "balanced_accuracy": round(statistics.fmean(r["balanced"]), 4)}
+    return {"files": summary, "thresholds": thresholds}
+
+
+def held_out(splits: list[Split], w: np.ndarray, threshold: float, max_missing: int) -> dict[str, Any]:
+    out = {}
+    for s in splits:
+        idx = [i for i in range(len(s.examples)) if s.holdout[i]]
+        y = [s.examples[i].label for i in idx]
+        scores = sigmoid(answer_logits(w, [design(s.features[i], max_missing) for i in idx]))
+        overlap = auroc([overlap_score(s.examples[i].answer, s.examples[i].evidence) for i in idx], y)
+        # the length direction as chosen on the tuning part
+        tune = [i for i in range(len(s.examples)) if not s.holdout[i]]
+        sign = -1.0 if auroc([length_score(s.examples[i].answer) for i in tune],
+                             [s.examples[i].label for i in tune]) < 0.5 else 1.0
+        length = auroc([sign * length_score(s.examples[i].answer) for i in idx], y)
+        m = auroc(list(scores), y)
+        out[s.file] = {"examples": len(idx), "auroc": round(m, 4), "overlap": round(overlap, 4),
+                       "length": round(length, 4), "delta": round(m - max(overlap, length), 4),
+                       "accuracy": round(float(((scores >= threshold) == (np.array(y) == 1)).mean()), 4)}
+    return out
+
+
+def write_constants(w: np.ndarray) -> None:
+    path = ROOT / "plugins" / "ora-grounding" / "ora_grounding" / "model.py"
+    text = path.read_text(encoding="utf-8")
+    start = text.index("# --- fitted:")
+    end = text.index("# --- end of fitted block ---")
+    block = ("# --- fitted: benchmarks/grounding_fit.py --write rewrites this block ---\n"
+             f"INTERCEPT = {w[4]:.2f}\nLEXICAL = {w[0]:.2f}\nSEMANTIC = {w[1]:.2f}\n"
+             f"MISSING_SPECIFIC = {w[2]:.2f}\nPERSONAL = {w[3]:.2f}\n")
+    path.write_text(text[:start] + block + text[end:], encoding="utf-8")
+    print(f"wrote the fitted constants to {path}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    parser.add_argument("--folds", type=int, default=5)
+    parser.add_argument("--seed", type=int, default=0, help="seed of the cross-validation folds")
+    parser.add_argument("--holdout", type=float, default=0.2, help="share of each file kept out of all fitting")
+    parser.add_argument("--holdout-seed", type=int, default=15)
+    parser.add_argument("--cache", type=Path, default=None, help="keep the verifier's features here (JSON)")
+    parser.add_argument("--write", action="store_true", help="rewrite the fitted block of ora_grounding/model.py")
+    parser.add_argument("--json", type=Path, default=None, help="also write the report here")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+    cache: dict[str, Any] = {}
+    if args.cache is not None and args.cache.exists():
+        cache = json.loads(args.cache.read_text(encoding="utf-8"))
+    verifier, ctx = verifier_and_ctx()
+    started = time.perf_counter()
+    splits = []
+    for path in data_files(args.data):
+        examples = load_examples(path)
+        groups = record_groups(examples)
+        splits.append(Split(file=path.name, examples=examples, groups=groups,
+                            holdout=holdout_of(groups, args.holdout, args.holdout_seed),
+                            features=compute_features(examples, cache, verifier, ctx, path)))
+    if args.cache is not None:
+        args.cache.write_text(json.dumps(cache), encoding="utf-8")
+    print(f"features of {sum(len(s.examples) for s in splits)} answers in {time.perf_counter() - started:.0f}s",
+          file=sys.stderr)
+
+    cv = cross_validate(splits, args.folds, args.seed, model.L2, model.MAX_MISSING)
+    tune_x = [design(f, model.MAX_MISSING) for s in splits for i, f in enumerate(s.features) if not s.holdout[i]]
+    tune_y = np.array([s.examples[i].label for s in splits for i in range(len(s.examples)) if not s.holdout[i]])
+    w = fit_weakest_claim(tune_x, tune_y, model.L2)
+    tune_scores = []
+    for s in splits:
+        idx = [i for i in range(len(s.examples)) if not s.holdout[i]]
+        tune_scores.append((sigmoid(answer_logits(w, [design(s.features[i], model.MAX_MISSING) for i in idx])),
+                            s.labels()[idx]))
+    threshold = shared_threshold(tune_scores)
+    held = held_out(splits, w, threshold, model.MAX_MISSING)
+
+    print(f"\n{args.folds}-fold CV on the tuning part ({1 - args.holdout:.0%} of each file), AUROC mean over "
+          "held-out folds; threshold chosen on the training folds:")
+    print(f"{'file':26s} {'model':>7s} {'± sd':>6s} {'overlap':>8s} {'length':>7s} {'delta':>7s} {'acc':>6s} "
+          f"{'bal.acc':>7s}")
+    for file, r in cv["files"].items():
+        print(f"{file:26s} {r['auroc']:7.3f} {r['auroc_sd']:6.3f} {r['overlap']:8.3f} {r['length']:7.3f} "
+              f"{r['delta']:+7.3f} {r['accuracy']:6.3f} {r['balanced_accuracy']:7.3f}")
+    print(f"thresholds chosen on the training folds: {cv['thresholds']}")
+    print(f"\nheld-out {args.holdout:.0%} (seed {args.holdout_seed}), model fitted on the whole tuning part, "
+          f"threshold {threshold:.2f}:")
+    for file, r in held.items():
+        print(f"{file:26s} n={r['examples']:4d} AUROC {r['auroc']:.3f} overlap {r['overlap']:.3f} length "
+              f"{r['length']:.3f} delta {r['delta']:+.3f} acc {r['accuracy']:.3f}")
+    names = ("LEXICAL", "SEMANTIC", "MISSING_SPECIFIC", "PERSONAL", "INTERCEPT")
+    print("\nfitted constants: " + ", ".join(f"{n} = {v:.2f}" for n, v in zip(names, w, strict=True)))
+    print(f"recommended [verification] threshold: {threshold:.2f}")
+    if args.json is not None:
+        args.json.write_text(json.dumps({"cv": cv, "held_out": held, "constants": dict(zip(names, map(float, w),
+                                                                                          strict=True)),
+                                         "threshold": threshold}, indent=2), encoding="utf-8")
+    if args.write:
+        write_constants(w)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

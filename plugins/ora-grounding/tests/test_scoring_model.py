@@ -1,0 +1,120 @@
+"""The fitted grounding score: its arithmetic, chit-chat, verbatim spans, and the default threshold."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from ora_grounding import DEFAULT_THRESHOLD, model
+from ora_grounding.scoring import ClaimScore, ScoringWeights, output_score, personal_sentences, sigmoid
+from ora_grounding.specifics import EvidenceIndex
+from ora_grounding.text import is_claim, speaks_of_persons
+
+from ora_core.testing import make_config
+
+EVIDENCE = [
+    "The Eiffel Tower was completed in 1889 as the entrance arch to the World's Fair in Paris.",
+    "It was designed and built by the engineering company of Gustave Eiffel. The tower is 330 metres "
+    "tall and was the tallest man-made structure in the world until 1930.",
+]
+
+
+def logit(p: float) -> float:
+    return math.log(p / (1 - p))
+
+
+@pytest.mark.parametrize(("sentence", "personal"), [
+    ("I love dogs.", True), ("i 'm not sure but it was built in 1889.", True), ("Have you seen it?", True),
+    ("Yes I do.", True), ("We went there last year.", True), ("Well, I think so.", True),
+    ("World War I began in 1914.", False), ("He moved to the US in 1990.", False),
+    ("Queen Elizabeth I of England died in 1603.", False), ('He said "I will return" in 1942.', False),
+    ("The tower is 330 metres tall.", False),
+])
+def test_talk_about_the_speaker_or_listener_is_told_from_numerals_quotes_and_the_us(sentence, personal):
+    assert speaks_of_persons(sentence) is personal
+
+
+def test_the_capital_opening_a_sentence_is_no_claim_but_a_name_or_figure_inside_is():
+    assert not is_claim("It really is.")
+    assert not is_claim("He did.")
+    assert is_claim("R&B.")
+    assert is_claim("The tower is 330 metres tall.")
+
+
+def test_a_sentence_the_evidence_holds_word_for_word_is_not_personal():
+    index = EvidenceIndex.build(['Parton re-recorded "I Will Always Love You" in 1982.'])
+    assert personal_sentences(["I Will Always Love You", "I love that song."], index) == ["I love that song."]
+
+
+def test_the_default_weights_are_the_fitted_constants():
+    w = ScoringWeights()
+    assert (w.intercept, w.lexical, w.semantic, w.missing_specific, w.personal) == (
+        model.INTERCEPT, model.LEXICAL, model.SEMANTIC, model.MISSING_SPECIFIC, model.PERSONAL)
+    assert (w.max_missing, w.candidates) == (model.MAX_MISSING, model.CANDIDATES)
+    assert model.LEXICAL > 0 and model.SEMANTIC > 0 and model.MISSING_SPECIFIC < 0 and model.PERSONAL < 0
+
+
+def test_the_answer_score_is_the_weakest_claims_lowered_by_talk_about_persons():
+    def claim(z: float) -> ClaimScore:
+        return ClaimScore(claim="c", score=sigmoid(z), logit=z, lexical=1.0, semantic=1.0)
+
+    claims = [claim(2.0), claim(-0.5), claim(1.0)]
+    assert output_score(claims) == round(sigmoid(-0.5), 4)
+    assert output_score(claims, personal=True) == round(sigmoid(-0.5 + model.PERSONAL), 4)
+    assert output_score([]) == 0.0
+    assert sigmoid(-800.0) == 0.0 and sigmoid(800.0) == 1.0  # no overflow at the extremes
+
+
+def test_the_default_threshold_is_the_default_configurations():
+    assert make_config().config.verification.threshold == DEFAULT_THRESHOLD
+
+
+@pytest.mark.slow
+def test_each_claim_scores_as_the_logistic_model_of_its_features(verifier):
+    verdict = verifier.verify("The tower was built by Gustave Eiffel's company. It is 412 metres tall.", EVIDENCE)
+    for c in verdict.data["claims"]:
+        missing = min(len(c["missing_specifics"]), model.MAX_MISSING)
+        expected = model.INTERCEPT + model.LEXICAL * c["lexical"] + model.SEMANTIC * c["semantic"] \
+            + model.MISSING_SPECIFIC * missing
+        assert c["logit"] == pytest.approx(expected, abs=1e-3)
+        assert c["score"] == pytest.approx(sigmoid(expected), abs=1e-3)
+    weakest = min(verdict.data["claims"], key=lambda c: c["logit"])
+    assert weakest["missing_specifics"] == ["412"]
+    assert verdict.score == pytest.approx(sigmoid(weakest["logit"]), abs=1e-3)
+
+
+@pytest.mark.slow
+def test_a_verbatim_span_of_the_evidence_counts_as_similarity_one(verifier):
+    verdict = verifier.verify("the engineering company of Gustave Eiffel", EVIDENCE)
+    (c,) = verdict.data["claims"]
+    assert c["verbatim"] is True and c["semantic"] == 1.0 and c["lexical"] == 1.0
+
+
+@pytest.mark.slow
+def test_chit_chat_lowers_the_score_by_the_fitted_weight_and_is_named(verifier):
+    answer = "The tower was completed in 1889 for the World's Fair in Paris."
+    plain = verifier.verify(answer, EVIDENCE)
+    chatty = verifier.verify("I agree! " + answer + " Have you been there?", EVIDENCE)  # no claim but the answer
+    assert "personal" not in plain.data
+    assert chatty.data["personal"] == ["I agree!", "Have you been there?"]
+    assert logit(chatty.score) - logit(plain.score) == pytest.approx(model.PERSONAL, abs=0.02)
+    assert any("talk about the speaker or the listener" in r and "I agree!" in r for r in chatty.reasons)
+    assert "lowered because the answer talks about the speaker or the listener" in chatty.reasons[0]
+
+
+@pytest.mark.slow
+def test_a_bare_no_is_not_charged_for_the_specific_it_may_be_denying(verifier):
+    package = {"chunks": list(EVIDENCE), "question": "Was the tower built by the company of Alexandre Dumas?"}
+    denied = verifier.verify("No.", package)
+    affirmed = verifier.verify("Yes.", package)  # affirming it asserts the unsupported name
+    assert denied.data["denied"] is True and affirmed.data["denied"] is False
+    (claim,) = denied.data["claims"]
+    assert claim["missing_specifics"] == []
+    assert [(c["text"], c["supported"]) for c in claim["specifics"]] == [("Alexandre Dumas", False)]
+    assert affirmed.data["claims"][0]["missing_specifics"] == ["Alexandre", "Dumas"]
+    # the question's wording is no paraphrase of an evidence sentence: its similarity counts as
+    # at least its lexical share
+    assert claim["semantic"] >= claim["lexical"]
+    assert "name not in the evidence" not in denied.raw_output and "name not in the evidence" in affirmed.raw_output
+    missing_weight = model.MISSING_SPECIFIC * min(2, model.MAX_MISSING)
+    assert logit(denied.score) - logit(affirmed.score) == pytest.approx(-missing_weight, abs=0.02)
