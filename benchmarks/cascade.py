@@ -1,38 +1,43 @@
 """Gear 4's cascade, three ways, side by side in one run: Ora vs LangGraph vs plain asyncio.
 
-    .venv/bin/python benchmarks/cascade.py [--runs 40] [--slow-runs 3] [--turns 50] [--quick]
+    .venv/bin/python benchmarks/cascade.py [--runs 40] [--slow-runs 3] [--turns 50] [--c-rounds 3] [--quick]
 
-The same cascade (seed 001 steps 3-8): 2 analysts in parallel, 2 cross-evaluations in
-parallel, 2 revisers in parallel, 2 verifications in parallel, consolidation, final
-verification: 10 model calls on 6 sequential levels.
+The same cascade on every side (seed 001 steps 3-8, after Phase A): Phase A, then 2 analysts in
+parallel, 2 cross-evaluations in parallel, 2 revisers in parallel, 2 verifications in parallel,
+consolidation, final verification: **11 model calls on 7 sequential levels** for all three (Ora's
+Phase A is a model call, so the other two make the same call first).
 
 1. **Ora**: ``run_turn_async`` with mode ``cui-bono`` (Gear 4), verifier ``"model"`` for both
-   gates, two scripted backends (``plugins/ora-scripted``, ``latency_s``) of different families
-   for the depth and breadth slots, the forensic trace sink ``ora-trace-fs`` ON with its default
-   options (fsync on) writing into a temp dir, and the detector plugins a default install runs
-   on every output (ora-signals, ora-bypass, ora-broken, ora-health-detectors). Retrieval streams
-   are off (the other two do no retrieval either). Ora also runs Phase A, which is a model call:
-   it is **counted** (11 calls per turn, 7 sequential levels on Ora's critical path); Ora's
-   non-model steps (Stage 0, routing, context assembly, assertions, the final-output step, the
-   trace drain at turn end) are counted as overhead.
+   gates, two backends of different families for the depth and breadth slots, the forensic trace
+   sink ``ora-trace-fs`` ON with its default options (fsync on) writing into a temp dir, and every
+   detector plugin a default install runs on every output: ora-signals, ora-bypass, ora-broken,
+   ora-health-detectors and ora-grounding (``unsupported-specifics``). Retrieval streams are off
+   (the other two do no retrieval either). Ora's non-model steps (Stage 0, routing, context
+   assembly, assertions, the final-output step, the trace) are counted as overhead. Rows: the
+   default ``[trace] durability`` (judged), the other durability, and the trace off (for the
+   breakdown only).
 2. **LangGraph** (benchmark-only dependency, the ``bench`` extra): a ``StateGraph`` with
    fan-out/fan-in per level, no checkpointer.
 3. **plain asyncio**: ``asyncio.gather`` per level: the limit.
 
-(2) and (3) call the same fake model: ``asyncio.sleep(latency)`` (skipped at 0, as the scripted
-backend does) and a fixed reply. Measured:
+The fake model costs the same everywhere: ``asyncio.sleep(latency)`` (skipped at 0) and a fixed
+reply. Ora's is a benchmark backend (``FixedReplies``) that picks its reply by a literal marker
+of the step's system prompt (``str`` containment), as cheap as the other sides' role lookup;
+replies are shaped so that every Ora gate passes (confidence lines, verdict lines).
 
-(a) zero latency: orchestration overhead per model call = wall / model calls, median over
-    ``--runs`` turns after warm-up, the three interleaved; target Ora <= LangGraph.
-(b) 200 ms per call: wall / critical path (levels x 200 ms), median of ``--slow-runs``; target
+(a) zero latency: orchestration overhead per model call = wall / 11, median over ``--runs``
+    turns after warm-up, the sides interleaved; the turn time is printed too. Target: Ora (its
+    default trace) <= 1.5 x LangGraph per call.
+(b) 200 ms per call: wall / critical path (7 levels x 200 ms), median of ``--slow-runs``; target
     <= 1.02.
 (c) ``--turns`` (50) concurrent turns at 100 ms per call: wall / ideal (one turn's critical
-    path); target <= 1.05. Each concurrent Ora turn gets its own trace directory (checked).
+    path), median of ``--c-rounds`` interleaved rounds. Target: Ora <= LangGraph's ratio. Each
+    concurrent Ora turn gets its own trace directory; every trace is checked complete once the
+    sink has committed it (with ``durability = "async"`` that is after the turn returned: the
+    time the commit took past the last return is printed, not counted).
 
 The machine is shared: absolute figures are noisy; the ratios measured side by side in one run
-are what counts. An Ora row with trace-fs ``fsync = false`` (files complete and atomic at turn
-end, not forced to the device) is printed beside the default; PASS/MISS judges the default.
-Exit status 0 either way (like the other benchmarks): read the PASS/MISS lines.
+are what counts. Exit status 0 either way (like the other benchmarks): read the MET/MISS lines.
 """
 
 from __future__ import annotations
@@ -40,20 +45,22 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import json
 import operator
 import statistics
 import tempfile
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
-LEVELS = 6
-CALLS = 10
-ORA_LEVELS = LEVELS + 1  # Phase A
-ORA_CALLS = CALLS + 1
+from ora_core import hookimpl
+
+LEVELS = 7  # Phase A, analysts, evaluations, revisions, verifications, consolidation, final verification
+CALLS = 11
 PROMPT = "Cui bono on the harness paradigm shift in commercial AI?"
 CLEANED = "Cui bono on the harness paradigm shift in commercial AI: who benefits and who pays?"
+TARGET_A = 1.5  # Ora's ms per call at most this times LangGraph's
 
 # --- the fake models of (2) and (3) --------------------------------------------------------------
 
@@ -68,8 +75,9 @@ async def fake_model(role: str, prompt: str, latency: float) -> str:
 
 
 async def asyncio_cascade(prompt: str, latency: float) -> dict[str, str]:
-    depth, breadth = await asyncio.gather(fake_model("depth", prompt, latency),
-                                          fake_model("breadth", prompt, latency))
+    cleaned = await fake_model("phase-a", prompt, latency)
+    depth, breadth = await asyncio.gather(fake_model("depth", cleaned, latency),
+                                          fake_model("breadth", cleaned, latency))
     ev_d, ev_b = await asyncio.gather(fake_model("evaluate-depth", depth, latency),
                                       fake_model("evaluate-breadth", breadth, latency))
     rev_d, rev_b = await asyncio.gather(fake_model("revise-depth", depth + ev_d, latency),
@@ -102,13 +110,15 @@ def build_langgraph() -> Any:
 
     builder = StateGraph(CascadeState)
     levels = [
-        {"depth": (), "breadth": ()},
+        {"phase-a": ()},
+        {"depth": ("phase-a",), "breadth": ("phase-a",)},
         {"evaluate-depth": ("depth",), "evaluate-breadth": ("breadth",)},
         {"revise-depth": ("depth", "evaluate-depth"), "revise-breadth": ("breadth", "evaluate-breadth")},
         {"verify-depth": ("revise-depth",), "verify-breadth": ("revise-breadth",)},
         {"consolidate": ("revise-depth", "revise-breadth", "verify-depth", "verify-breadth")},
         {"final-verify": ("consolidate",)},
     ]
+    assert len(levels) == LEVELS and sum(map(len, levels)) == CALLS
     previous: list[str] = []
     for level in levels:
         for role, inputs in level.items():
@@ -116,7 +126,7 @@ def build_langgraph() -> Any:
             if previous:
                 builder.add_edge(previous if len(previous) > 1 else previous[0], role)  # fan-in
             else:
-                builder.add_edge(START, role)  # fan-out
+                builder.add_edge(START, role)
         previous = list(level)
     builder.add_edge(previous[0], END)
     return builder.compile()  # no checkpointer
@@ -135,50 +145,103 @@ _EVALUATION = "\n".join(f"## {i}. {name}\nNone found beyond the general point." 
      "MISSING CONSIDERATIONS", "CRITERIA CHECK", "REQUIRED CHANGES"], 1)) + "\nCONFIDENCE: 0.90"
 _RECORD = ("\n## CRITICISMS ACCEPTED\n- missing stakeholder: end users — added\n"
            "## CRITICISMS REJECTED\n- motive claim — the analysis never asserts motive")
-# Literal patterns (no ``.*`` across a long prompt): the fake model's own cost stays small, as
-# it is for the other two.
-RULES = [
-    {"match": "PHASE A CLEANUP", "on": "system",
-     "reply": f"CLEANED PROMPT:\n{CLEANED}\nCORRECTIONS:\n- none\nINFERRED ITEMS:\n- none"},
-    {"match": "ROLE: VERIFIER", "on": "system",
-     "reply": "Checked each claim against the evidence package; all are supported.\n\n## VERDICT\nVERDICT: PASS"},
-    {"match": "ROLE: EVALUATOR", "on": "system", "reply": _EVALUATION},
-    {"match": r"ROLE: REVISER \(gear 4, step 5\) — the DEPTH", "on": "system",
-     "reply": _reply("DEPTH-REVISED") + _RECORD},
-    {"match": r"ROLE: REVISER \(gear 4, step 5\) — the BREADTH", "on": "system",
-     "reply": _reply("BREADTH-REVISED") + _RECORD},
-    {"match": "ROLE: CONSOLIDATOR", "on": "system", "reply": _reply("CONSOLIDATED")},
-    {"match": "ROLE: DEPTH ANALYST", "on": "system", "reply": _reply("DEPTH-ANALYSIS")},
-    {"match": "ROLE: BREADTH ANALYST", "on": "system", "reply": _reply("BREADTH-ANALYSIS")},
+#: (marker in the step's system prompt, reply), first match wins; one per kind of step.
+REPLIES: list[tuple[str, str]] = [
+    ("PHASE A CLEANUP", f"CLEANED PROMPT:\n{CLEANED}\nCORRECTIONS:\n- none\nINFERRED ITEMS:\n- none"),
+    ("ROLE: VERIFIER", "Checked each claim against the evidence package; all are supported.\n\n## VERDICT\n"
+                       "VERDICT: PASS"),
+    ("ROLE: EVALUATOR", _EVALUATION),
+    ("ROLE: REVISER (gear 4, step 5) — the DEPTH", _reply("DEPTH-REVISED") + _RECORD),
+    ("ROLE: REVISER (gear 4, step 5) — the BREADTH", _reply("BREADTH-REVISED") + _RECORD),
+    ("ROLE: CONSOLIDATOR", _reply("CONSOLIDATED")),
+    ("ROLE: DEPTH ANALYST", _reply("DEPTH-ANALYSIS")),
+    ("ROLE: BREADTH ANALYST", _reply("BREADTH-ANALYSIS")),
 ]
+#: How often each marker answers in one clean turn (checked once before measuring).
+EXPECTED_REPLIES = {"PHASE A CLEANUP": 1, "ROLE: VERIFIER": 3, "ROLE: EVALUATOR": 2, "ROLE: CONSOLIDATOR": 1,
+                    "ROLE: REVISER (gear 4, step 5) — the DEPTH": 1,
+                    "ROLE: REVISER (gear 4, step 5) — the BREADTH": 1,
+                    "ROLE: DEPTH ANALYST": 1, "ROLE: BREADTH ANALYST": 1}
 
 
-def ora_runtime(trace_root: Path, latency: float, *, fsync: bool = True) -> Any:
+class FixedReplies:
+    """The fake model on Ora's side: a fixed reply per kind of step, chosen by ``str``
+    containment of a marker in the system prompt (the other sides look their reply up by role)."""
+
+    provider = "bench"
+
+    def __init__(self, model: str, family: str, latency: float) -> None:
+        self.model, self.family, self.latency = model, family, latency
+        self.answered: dict[str, int] = {}
+
+    async def complete(self, messages: Sequence[Any], params: Any) -> Any:
+        from ora_core.api import Completion
+
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        system = messages[0].content if messages and messages[0].role == "system" else ""
+        marker, reply = next(((m, r) for m, r in REPLIES if m in system), ("", "no marker matched"))
+        self.answered[marker] = self.answered.get(marker, 0) + 1
+        return Completion(text=reply, provider=self.provider, model=self.model, family=self.family,
+                          prompt_tokens=len(system) // 4, completion_tokens=len(reply) // 4, latency_s=0.0,
+                          finish_reason="stop")
+
+
+class FixedRepliesFactory:
+    name = "bench-fixed"
+
+    def __init__(self) -> None:
+        self.created: list[FixedReplies] = []
+
+    def create(self, settings: Any) -> FixedReplies:
+        backend = FixedReplies(settings.model, settings.family, float(settings.options.get("latency_s", 0.0)))
+        self.created.append(backend)
+        return backend
+
+
+class BenchBackends:
+    """An in-process plugin registering ``bench-fixed``."""
+
+    def __init__(self) -> None:
+        self.factory = FixedRepliesFactory()
+
+    @hookimpl
+    def ora_register_backends(self, register: Callable[..., None]) -> None:
+        register(self.factory)
+
+
+def ora_runtime(trace_root: Path, latency: float, *, durability: str | None = None, fsync: bool = True,
+                trace: bool = True) -> Any:
+    """Ora on the fake model; ``durability`` None: the default of ``[trace]``."""
     import ora_broken
     import ora_bypass
+    import ora_grounding
     import ora_health_detectors
-    import ora_scripted
     import ora_signals
     import ora_trace_fs
 
     import ora_modes
-    from ora_core.testing import make_host, make_runtime, scripted_config
+    from ora_core.testing import make_config, make_host, make_runtime
 
-    options = {"rules": RULES, "latency_s": latency}
-    backend = {"type": "scripted", "context_window": 32768, "options": options}
-    resolved = scripted_config(
-        trace_root, rules=RULES,
-        backends={"local": {**backend, "model": "depth-model", "family": "alpha"},
-                  "other": {**backend, "model": "breadth-model", "family": "beta"}},
-        roles={"breadth": "other"},
-        verification={"verifier": "model", "final_verifier": "model"},
-        retrieval={"streams": {"concept": False, "conversation": False, "relationship": False, "web": False}},
-        trace={"enabled": True, "sinks": ["trace-fs"]},
-        plugins={"trace-fs": {"fsync": fsync}},
-    )
-    host = make_host(ora_scripted, ora_bypass, ora_signals, ora_modes, ora_trace_fs, ora_broken,
-                     ora_health_detectors)
-    return make_runtime(host, resolved, stderr=io.StringIO())
+    bench = BenchBackends()
+    backend = {"type": "bench-fixed", "context_window": 32768, "options": {"latency_s": latency}}
+    trace_table: dict[str, Any] = {"enabled": trace, "sinks": ["trace-fs"], "root": str(trace_root)}
+    if durability is not None:
+        trace_table["durability"] = durability
+    resolved = make_config({
+        "backends": {"local": {**backend, "model": "depth-model", "family": "alpha"},
+                     "other": {**backend, "model": "breadth-model", "family": "beta"}},
+        "roles": {"breadth": "other"},
+        "verification": {"verifier": "model", "final_verifier": "model"},
+        "retrieval": {"streams": {"concept": False, "conversation": False, "relationship": False, "web": False}},
+        "trace": trace_table,
+        "plugins": {"trace-fs": {"fsync": fsync}},
+    })
+    host = make_host(bench, ora_bypass, ora_signals, ora_modes, ora_trace_fs, ora_broken, ora_health_detectors,
+                     ora_grounding)
+    rt = make_runtime(host, resolved, stderr=io.StringIO())
+    rt.bench = bench  # type: ignore[attr-defined]
+    return rt
 
 
 async def ora_turn(rt: Any) -> Any:
@@ -188,15 +251,44 @@ async def ora_turn(rt: Any) -> Any:
     problems = []
     if (result.status, result.gear) != ("ok", 4):
         problems.append(f"status {result.status!r} gear {result.gear} contingencies {result.contingencies}")
-    if len(result.runtime_role_models) != ORA_CALLS:
-        problems.append(f"{len(result.runtime_role_models)} model calls, expected {ORA_CALLS}")
-    if not result.trace_path or result.tracing_degraded:
+    if len(result.runtime_role_models) != CALLS:
+        problems.append(f"{len(result.runtime_role_models)} model calls, expected {CALLS}")
+    traced = rt.config.trace.enabled
+    if traced and (not result.trace_path or result.tracing_degraded):
         problems.append(f"trace {result.trace_path!r} degraded={result.tracing_degraded}: {rt.stderr.getvalue()}")
     if set(result.verdicts.values()) != {"PASS"}:
         problems.append(f"verdicts {result.verdicts}")
     if problems:
         raise SystemExit("ora turn is not the clean cascade being measured: " + "; ".join(problems))
     return result
+
+
+async def check_replies(rt: Any) -> None:
+    """One turn; every kind of step must have been answered by its own marker."""
+    for backend in rt.bench.factory.created:
+        backend.answered.clear()
+    await ora_turn(rt)
+    answered: dict[str, int] = {}
+    for backend in rt.bench.factory.created:
+        for marker, n in backend.answered.items():
+            answered[marker] = answered.get(marker, 0) + n
+    if answered != EXPECTED_REPLIES:
+        raise SystemExit(f"the fake model answered {answered}, expected {EXPECTED_REPLIES}")
+
+
+def trace_sink(rt: Any) -> Any:
+    return rt.host.get("trace_sink", "trace-fs")
+
+
+def check_traces(paths: list[str]) -> None:
+    """Every directory holds a finished turn.json, its step-health.json and every step file."""
+    for path in paths:
+        turn = json.loads((Path(path) / "turn.json").read_text())
+        if turn.get("status") != "ok" or not (Path(path) / "step-health.json").is_file():
+            raise SystemExit(f"trace {path} is incomplete: status {turn.get('status')!r}")
+        missing = [s for s in turn["steps"] if not (Path(path) / s).is_file()]
+        if missing or len(turn["steps"]) < 10:
+            raise SystemExit(f"trace {path} lacks step files {missing} ({len(turn['steps'])} listed)")
 
 
 # --- measuring -------------------------------------------------------------------------------------
@@ -227,7 +319,7 @@ async def interleaved(sides: dict[str, Runner], runs: int, warmup: int = 3) -> d
 
 
 def verdict(ok: bool) -> str:
-    return "PASS" if ok else "MISS"
+    return "MET" if ok else "MISS"
 
 
 async def main_async(args: argparse.Namespace) -> int:
@@ -236,87 +328,102 @@ async def main_async(args: argparse.Namespace) -> int:
 
 
 async def measure(args: argparse.Namespace, tmp: Path) -> int:
+    from ora_core.kernel.config import TraceConfig
+
+    default = TraceConfig().durability
+    other = "async" if default == "turn" else "turn"
     graph = build_langgraph()
     lg_out = await graph.ainvoke({"prompt": PROMPT, "latency": 0.0, "out": {}})
     assert len(lg_out["out"]) == CALLS, sorted(lg_out["out"])
-    calls = {"ora": ORA_CALLS, "ora-nofsync": ORA_CALLS, "langgraph": CALLS, "asyncio": CALLS}
-    levels = {"ora": ORA_LEVELS, "ora-nofsync": ORA_LEVELS, "langgraph": LEVELS, "asyncio": LEVELS}
-    label = {"ora": "Ora (trace-fs on, fsync on)", "ora-nofsync": "Ora (trace-fs on, fsync off)",
-             "langgraph": "LangGraph (no checkpointer)", "asyncio": "plain asyncio (gather)"}
+    label = {"ora": f"Ora (trace on, {default}, default)", "ora-other": f"Ora (trace on, {other})",
+             "ora-notrace": "Ora (trace off)", "langgraph": "LangGraph (no checkpointer)",
+             "asyncio": "plain asyncio (gather)"}
 
-    def sides(latency: float, root: str, with_nofsync: bool) -> dict[str, Runner]:
-        ora = ora_runtime(tmp / root / "ora", latency)
-        out: dict[str, Runner] = {"ora": lambda: ora_turn(ora)}
-        if with_nofsync:
-            ora_nf = ora_runtime(tmp / root / "ora-nofsync", latency, fsync=False)
-            out["ora-nofsync"] = lambda: ora_turn(ora_nf)
+    runtimes: dict[str, Any] = {}  # the Ora runtimes of the latest sides(), by side
+
+    def sides(latency: float, root: str, with_extra: bool) -> dict[str, Runner]:
+        runtimes.clear()
+        runtimes["ora"] = ora_runtime(tmp / root / "ora", latency)
+        if with_extra:
+            runtimes["ora-other"] = ora_runtime(tmp / root / "ora-other", latency, durability=other)
+            runtimes["ora-notrace"] = ora_runtime(tmp / root / "ora-notrace", latency, trace=False)
+        out: dict[str, Runner] = {name: (lambda rt=rt: ora_turn(rt)) for name, rt in runtimes.items()}
         out["langgraph"] = lambda: graph.ainvoke({"prompt": PROMPT, "latency": latency, "out": {}})
         out["asyncio"] = lambda: asyncio_cascade(PROMPT, latency)
         return out
 
-    print(f"cascade: {CALLS} model calls on {LEVELS} levels (Ora: +Phase A = {ORA_CALLS} calls, {ORA_LEVELS} "
-          "levels, counted); machine shared (2 cores): compare the ratios of one run, not absolutes\n")
+    print(f"cascade: {CALLS} model calls on {LEVELS} levels on every side (Phase A included); machine shared "
+          "(2 cores): compare the ratios of one run, not absolutes\n")
+    await check_replies(ora_runtime(tmp / "check", 0.0))
 
     # (a) zero latency
     times = await interleaved(sides(0.0, "a", True), args.runs)
-    per_call = {n: 1000 * statistics.median(t) / calls[n] for n, t in times.items()}
-    print(f"(a) zero latency, median of {args.runs} turns: orchestration overhead per model call")
+    per_turn = {n: 1000 * statistics.median(t) for n, t in times.items()}
+    per_call = {n: ms / CALLS for n, ms in per_turn.items()}
+    print(f"(a) zero latency, median of {args.runs} turns: orchestration overhead per model call ({CALLS} per turn)")
     for name, ms in per_call.items():
-        print(f"    {label[name]:32s} {ms:8.3f} ms/call   ({1000 * statistics.median(times[name]):8.2f} ms/turn)")
-    a_ok = per_call["ora"] <= per_call["langgraph"]
-    print(f"    target Ora <= LangGraph: {per_call['ora']:.3f} vs {per_call['langgraph']:.3f} ms/call "
-          f"(x{per_call['ora'] / per_call['langgraph']:.2f}) -> {verdict(a_ok)}\n")
+        print(f"    {label[name]:36s} {ms:8.3f} ms/call   {per_turn[name]:8.2f} ms/turn   "
+              f"x{ms / per_call['langgraph']:.2f} LangGraph")
+    a_ratio = per_call["ora"] / per_call["langgraph"]
+    a_ok = a_ratio <= TARGET_A
+    print(f"    target Ora <= {TARGET_A} x LangGraph per call: {per_call['ora']:.3f} vs {per_call['langgraph']:.3f} "
+          f"ms/call (x{a_ratio:.2f}) -> {verdict(a_ok)}\n")
 
     # (b) 200 ms per call
     lat_b = 0.2
-    times = await interleaved(sides(lat_b, "b", True), args.slow_runs, warmup=1)
-    ratio_b = {n: statistics.median(t) / (levels[n] * lat_b) for n, t in times.items()}
+    times = await interleaved(sides(lat_b, "b", False), args.slow_runs, warmup=1)
+    ratio_b = {n: statistics.median(t) / (LEVELS * lat_b) for n, t in times.items()}
     print(f"(b) {lat_b * 1000:.0f} ms per call, median of {args.slow_runs}: wall / critical path "
-          f"({LEVELS} levels x {lat_b * 1000:.0f} ms; Ora {ORA_LEVELS} levels)")
+          f"({LEVELS} levels x {lat_b * 1000:.0f} ms)")
     for name, r in ratio_b.items():
-        print(f"    {label[name]:32s} {r:8.4f}   ({statistics.median(times[name]):.3f} s/turn)")
+        print(f"    {label[name]:36s} {r:8.4f}   ({statistics.median(times[name]):.3f} s/turn)")
     b_ok = ratio_b["ora"] <= 1.02
     print(f"    target Ora <= 1.02: {ratio_b['ora']:.4f} -> {verdict(b_ok)}\n")
 
-    # (c) concurrent turns at 100 ms per call
+    # (c) concurrent turns at 100 ms per call, interleaved rounds
     lat_c, n = 0.1, args.turns
     runners = sides(lat_c, "c", True)
-    ratio_c: dict[str, float] = {}
-    walls: dict[str, float] = {}
-    for name, run in runners.items():
+    walls: dict[str, list[float]] = {name: [] for name in runners}
+    commit_s: dict[str, list[float]] = {name: [] for name in runners if name.startswith("ora")}
+    for run in runners.values():
         await run()  # warm-up
-
-        async def batch(run: Runner = run) -> list[Any]:
-            return list(await asyncio.gather(*(run() for _ in range(n))))
-
-        start = time.perf_counter()
-        results = await batch()
-        walls[name] = time.perf_counter() - start
-        ratio_c[name] = walls[name] / (levels[name] * lat_c)
-        if name.startswith("ora"):
-            paths = [r.trace_path for r in results]
-            if len(set(paths)) != n:
-                raise SystemExit(f"(c) {n} concurrent Ora turns shared trace directories: "
-                                 f"{n - len(set(paths))} duplicates")
-            incomplete = [p for p in paths if not (Path(p) / "step-health.json").exists()]
-            if incomplete:
-                raise SystemExit(f"(c) {len(incomplete)} trace(s) incomplete at turn end, e.g. {incomplete[0]}")
-    print(f"(c) {n} concurrent turns at {lat_c * 1000:.0f} ms per call: wall / ideal "
-          f"(one turn's critical path: {LEVELS} levels; Ora {ORA_LEVELS})")
+    names = list(runners)
+    for i in range(args.c_rounds):
+        for name in names[i % len(names):] + names[:i % len(names)]:
+            run = runners[name]
+            start = time.perf_counter()
+            results = list(await asyncio.gather(*(run() for _ in range(n))))
+            walls[name].append(time.perf_counter() - start)
+            if name.startswith("ora") and name != "ora-notrace":
+                drained = time.perf_counter()
+                sink = trace_sink(runtimes[name])
+                if not sink.flush(60.0):
+                    raise SystemExit(f"(c) {name}: the trace writer did not commit within 60 s")
+                commit_s[name].append(time.perf_counter() - drained)
+                paths = [r.trace_path for r in results]
+                if len(set(paths)) != n:
+                    raise SystemExit(f"(c) {n} concurrent Ora turns shared trace directories: "
+                                     f"{n - len(set(paths))} duplicates")
+                check_traces(paths)
+    ratio_c = {name: statistics.median(w) / (LEVELS * lat_c) for name, w in walls.items()}
+    print(f"(c) {n} concurrent turns at {lat_c * 1000:.0f} ms per call, median of {args.c_rounds} rounds: "
+          f"wall / ideal (one turn's critical path: {LEVELS} levels)")
     for name, r in ratio_c.items():
-        print(f"    {label[name]:32s} {r:8.4f}   ({walls[name]:.3f} s for {n} turns)")
-    c_ok = ratio_c["ora"] <= 1.05
-    print(f"    target Ora <= 1.05: {ratio_c['ora']:.4f} -> {verdict(c_ok)}; {n} distinct, complete Ora trace "
-          "directories\n")
+        extra = (f"; trace committed {1000 * statistics.median(commit_s[name]):.0f} ms after the last return"
+                 if commit_s.get(name) else "")
+        print(f"    {label[name]:36s} {r:8.4f}   ({statistics.median(walls[name]):.3f} s for {n} turns{extra})")
+    c_ok = ratio_c["ora"] <= ratio_c["langgraph"]
+    print(f"    target Ora <= LangGraph: {ratio_c['ora']:.4f} vs {ratio_c['langgraph']:.4f} -> {verdict(c_ok)}; "
+          f"{n} distinct, complete Ora trace directories per round\n")
 
-    print("summary (PASS/MISS: Ora with its defaults, fsync on; the fsync-off column for comparison)")
-    print(f"    {'target':44s} {'Ora':>9s} {'fsync off':>10s} {'LangGraph':>10s} {'asyncio':>9s}  result")
-    rows = [("(a) ms per call, zero latency (<= LangGraph)", per_call, "9.3f", a_ok),
-            ("(b) wall / critical path, 200 ms (<= 1.02)", ratio_b, "9.4f", b_ok),
-            (f"(c) wall / ideal, {n} turns x 100 ms (<= 1.05)", ratio_c, "9.4f", c_ok)]
-    for title, values, fmt, ok in rows:
-        print(f"    {title:44s} {values['ora']:{fmt}} {values['ora-nofsync']:>10{fmt[1:]}} "
-              f"{values['langgraph']:>10{fmt[1:]}} {values['asyncio']:{fmt}}  {verdict(ok)}")
+    print(f"summary (MET/MISS: Ora with its defaults: trace-fs on, durability {default!r}, fsync on)")
+    print(f"    {'target':48s} {'Ora':>9s} {other:>9s} {'no trace':>9s} {'LangGraph':>10s} {'asyncio':>9s}  result")
+    rows = [(f"(a) ms per call, zero latency (<= {TARGET_A} x LangGraph)", per_call, a_ok),
+            ("(b) wall / critical path, 200 ms (<= 1.02)", ratio_b, b_ok),
+            (f"(c) wall / ideal, {n} turns x 100 ms (<= LangGraph)", ratio_c, c_ok)]
+    for title, values, ok in rows:
+        cells = [f"{values[k]:9.4f}" if k in values else f"{'-':>9s}" for k in ("ora", "ora-other", "ora-notrace")]
+        print(f"    {title:48s} {' '.join(cells)} {values['langgraph']:10.4f} {values['asyncio']:9.4f}  {verdict(ok)}")
     return 0 if (a_ok and b_ok and c_ok) else 1
 
 
@@ -325,11 +432,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40, help="(a): timed turns per side")
     parser.add_argument("--slow-runs", type=int, default=3, help="(b): timed turns per side")
     parser.add_argument("--turns", type=int, default=50, help="(c): concurrent turns")
-    parser.add_argument("--quick", action="store_true", help="a smoke run: 5 / 1 / 10")
+    parser.add_argument("--c-rounds", type=int, default=3, help="(c): interleaved rounds per side")
+    parser.add_argument("--quick", action="store_true", help="a smoke run: 5 / 1 / 10 turns, 1 round")
     args = parser.parse_args()
     if args.quick:
-        args.runs, args.slow_runs, args.turns = 5, 1, 10
-    asyncio.run(main_async(args))  # PASS/MISS is printed; a MISS is not an error exit
+        args.runs, args.slow_runs, args.turns, args.c_rounds = 5, 1, 10, 1
+    asyncio.run(main_async(args))  # MET/MISS is printed; a MISS is not an error exit
 
 
 if __name__ == "__main__":

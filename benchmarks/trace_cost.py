@@ -2,9 +2,11 @@
 
     .venv/bin/python benchmarks/trace_cost.py [--runs 40] [--root DIR]
 
-Three runtimes run the cascade of ``benchmarks/cascade.py`` (11 scripted model calls, the
-detector plugins of a default install) in turns, rotating their order: trace-fs with
-``fsync = true`` (the default), with ``fsync = false``, and with the trace disabled. Printed:
+Three runtimes run the cascade of ``benchmarks/cascade.py`` (11 model calls on its fixed-reply
+fake model, every detector plugin of a default install, ora-grounding's included) in turns,
+rotating their order: trace-fs with ``fsync = true`` (the default), with ``fsync = false``, and
+with the trace disabled; ``[trace] durability = "turn"`` (the default: the close is on the turn's
+path; with ``"async"`` it is not, see ``benchmarks/cascade.py``). Printed:
 the median ms per turn of each, what trace-fs adds over the disabled trace (target: <= 3 ms
 with fsync off), and where the time of the turn's close goes (the part of the trace's work the
 pipeline waits for at zero latency: everything, since it is never quiet). The trace files go
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import io
 import statistics
 import sys
 import tempfile
@@ -29,31 +30,11 @@ TARGET_MS = 3.0
 
 
 def _runtime(root: Path, *, trace: bool, fsync: bool) -> Any:
+    """The Ora side of ``benchmarks/cascade.py`` (its fake model, every default detector plugin)."""
     sys.path.insert(0, str(REPO / "benchmarks"))
     import cascade
-    import ora_broken
-    import ora_bypass
-    import ora_health_detectors
-    import ora_scripted
-    import ora_signals
-    import ora_trace_fs
 
-    import ora_modes
-    from ora_core.testing import make_host, make_runtime, scripted_config
-
-    backend = {"type": "scripted", "context_window": 32768, "options": {"rules": cascade.RULES, "latency_s": 0.0}}
-    resolved = scripted_config(
-        root, rules=cascade.RULES,
-        backends={"local": {**backend, "model": "depth-model", "family": "alpha"},
-                  "other": {**backend, "model": "breadth-model", "family": "beta"}},
-        roles={"breadth": "other"}, verification={"verifier": "model", "final_verifier": "model"},
-        retrieval={"streams": {"concept": False, "conversation": False, "relationship": False, "web": False}},
-        trace={"enabled": True, "sinks": ["trace-fs"]} if trace else {"enabled": False, "sinks": []},
-        plugins={"trace-fs": {"fsync": fsync}},
-    )
-    modules = [ora_scripted, ora_bypass, ora_signals, ora_modes, ora_broken, ora_health_detectors]
-    host = make_host(*modules, *([ora_trace_fs] if trace else []))
-    return make_runtime(host, resolved, stderr=io.StringIO()), cascade.PROMPT
+    return cascade.ora_runtime(root, 0.0, fsync=fsync, trace=trace, durability="turn"), cascade.PROMPT
 
 
 class CloseTimer:

@@ -34,11 +34,14 @@ def fail(message: str, code: int = EXIT_ERROR) -> typer.Exit:
 
 
 def get_host() -> Any:
+    """The plugins, loaded once per command; the entry-point scan is served from the
+    environment's cache (``ora_core.kernel.plugins.EntryPointCache``)."""
     if state.host is None:
-        from ora_core.kernel.plugins import PluginHost
+        from ora_core.kernel.plugins import EntryPointCache, PluginHost
 
-        state.host = PluginHost()
-        state.host.load_entrypoints()
+        host = PluginHost()
+        host.load_entrypoints(cache=EntryPointCache.for_environment(host.env))
+        state.host = host
     return state.host
 
 

@@ -46,7 +46,7 @@ from ora_core.engine import faults, supplement
 from ora_core.engine.backends import call_role
 from ora_core.engine.prompts import DIRECTIVE_MARKER, build_turn_messages
 from ora_core.kernel.errors import BackendError
-from ora_core.kernel.models import FaultPoint, ModelReply, ModelRequest, Signal, StepMaterial
+from ora_core.kernel.models import FaultPoint, ModelReply, ModelRequest, Signal, StepMaterial, assembled
 
 Band = Literal["high", "review", "low", "unreported"]
 
@@ -543,7 +543,8 @@ async def call_with_supplements(gc: Any, spec: StepSpec, state: StepState, packa
         # what the model was given, minus a retry's negative context: text found there is not an echo
         given = spec.given + "".join(state.blocks)
         signals = _detect(gc, spec, text, given)
-        request, notes = (supplement.parse_request(text, sent=package + "\n\n" + spec.evidence)
+        request, notes = (supplement.parse_request(text, sent=package + "\n\n" + spec.evidence
+                                                   + supplement.fetched_text(state.retrievals))
                           if spec.supplements else (None, []))
         if pending is not None:
             supplement.finish(turn, pending, text, request is not None)
@@ -578,15 +579,24 @@ async def call_with_supplements(gc: Any, spec: StepSpec, state: StepState, packa
 
 async def _model_call(gc: Any, spec: StepSpec, messages: list[Any], attempt: int, call: int,
                       regenerating: bool) -> tuple[str, Any]:
-    point = FaultPoint(site="model_call", step=spec.name, role=spec.role, purpose=spec.purpose,
-                       primary=spec.primary, step_kind="verification" if spec.purpose == "verifier"
-                       else "probabilistic", attempt=attempt, call=call, stream=spec.stream, gear=gc.gear)
-    faults.inject(gc.turn, point)
+    # The fault points are built only when an injector is active: without one ``faults.inject``
+    # returns what it is given, and the two shapes per call would be built for nothing.
+    def model_call_point() -> FaultPoint:
+        return FaultPoint(site="model_call", step=spec.name, role=spec.role, purpose=spec.purpose,
+                          primary=spec.primary, step_kind="verification" if spec.purpose == "verifier"
+                          else "probabilistic", attempt=attempt, call=call, stream=spec.stream, gear=gc.gear)
+
+    point: FaultPoint | None = None
+    if faults.active(gc.turn) is not None:
+        point = model_call_point()
+        faults.inject(gc.turn, point)
     completion = await call_role(gc.turn, gc.pool, spec.role, messages,
                                  prompt_key=spec.prompt_key + (".regenerate" if regenerating else ""),
                                  step=spec.name)
-    text = faults.inject(gc.turn, point.model_copy(update={"site": "model_output"}), completion.text)
-    return text, completion
+    if faults.active(gc.turn) is None:
+        return completion.text, completion
+    point = point or model_call_point()
+    return faults.inject(gc.turn, point.model_copy(update={"site": "model_output"}), completion.text), completion
 
 
 def _detect(gc: Any, spec: StepSpec, text: str, sent: str = "") -> list[Signal]:
@@ -597,10 +607,8 @@ def _detect(gc: Any, spec: StepSpec, text: str, sent: str = "") -> list[Signal]:
     min_words = spec.min_words if spec.min_words is not None else 40
     data["expected_min_words"] = min_words
     data["evidence"] = gc.evidence()
-    data["material"] = StepMaterial(step=spec.name, purpose=spec.purpose, given=sent,
-                                    instructions=list(control_texts(gc.runtime.config.pipeline.max_supplements)),
-                                    retry_phrases=list(RETRY_PHRASES), expected_min_words=min_words,
-                                    quoted=list(spec.quoted))
+    data["material"] = step_material(spec, sent, control_texts(gc.runtime.config.pipeline.max_supplements),
+                                     min_words)
     if spec.quoted:
         data["verifier_quoted"] = spec.quoted
     try:
@@ -609,6 +617,18 @@ def _detect(gc: Any, spec: StepSpec, text: str, sent: str = "") -> list[Signal]:
         data.pop("expected_min_words", None)
         data.pop("verifier_quoted", None)
         data.pop("material", None)
+
+
+def step_material(spec: StepSpec, sent: str, instructions: tuple[str, ...], min_words: int) -> StepMaterial:
+    """The ``StepMaterial`` of one detection, built from its typed parts without a validation
+    pass (pinned equal to the validated shape by ``tests/test_step_material.py``); parts of
+    other types take the validating path."""
+    fields = {"step": spec.name, "purpose": spec.purpose, "given": sent, "instructions": list(instructions),
+              "retry_phrases": list(RETRY_PHRASES), "expected_min_words": min_words, "quoted": list(spec.quoted)}
+    if (type(spec.name) is str and type(spec.purpose) is str and type(sent) is str and type(min_words) is int
+            and all(type(t) is str for t in fields["instructions"]) and all(type(q) is str for q in fields["quoted"])):
+        return assembled(StepMaterial, fields)
+    return StepMaterial(**fields)
 
 
 #: Fixed phrases of the retry block (``RetryContext.block``): the negative context goes in the

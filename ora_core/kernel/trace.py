@@ -367,7 +367,10 @@ class StepRecorder:
         self.name = name
         self.index = index
         self.output: dict[str, Any] = {}
-        self.health = turn.health.setdefault(name, StepHealth(step=name))
+        health = turn.health.get(name)
+        if health is None:  # (``setdefault`` would build a StepHealth on every step)
+            health = turn.health[name] = StepHealth(step=name)
+        self.health = health
         self._start = datetime.now(timezone.utc)
 
     def contingency(self, name: str, detail: str = "", **kw: Any) -> Contingency:

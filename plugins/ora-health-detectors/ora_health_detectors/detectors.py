@@ -1,5 +1,9 @@
 """The four unhealthy-output detectors (layer ``model_output``, kind ``unhealthy``).
 
+Each reads the kernel's one analysis of the output (``detect_analysed``), so the masking, the
+sentence split and the word count are computed once for the four; ``detect(text, ctx)`` analyses
+the text for that one call and gives the same signals.
+
 Each returns ``Signal``s named for what it found; ``strong`` means "regenerate", ``weak`` means
 "worth recording". Matching is compiled, word-bounded, and never looks inside fenced code or
 ``>`` quotations, so an analysis that *quotes* a refusal or documents a tool-call format is not
@@ -21,11 +25,14 @@ from .common import (
     KIND,
     LAYER,
     MIN_WORDS_KEY,
+    Analysis,
     ctx_data,
     has_words,
-    mask_quoted,
+    lacks_all,
+    masked,
+    masked_sentences,
+    masked_words,
     plugin_settings,
-    sentences,
     word_count,
 )
 
@@ -35,6 +42,12 @@ class _Base:
     layer = LAYER
     assumes = ASSUMES
     name = ""
+
+    def detect(self, text: str, ctx: Any) -> list[Signal]:
+        return self.detect_analysed(Analysis(text), ctx)
+
+    def detect_analysed(self, analysis: Any, ctx: Any) -> list[Signal]:
+        raise NotImplementedError
 
     def _signal(self, name: str, match_text: str, start: int | None, end: int | None,
                 strength: str = "strong", **data: Any) -> Signal:
@@ -65,18 +78,26 @@ _GAP_WORDS = lazy_compile(
 )
 
 
+#: A refusal match holds one of these (each branch of ``_REFUSAL`` needs one; pinned against the
+#: pattern by tests/test_fused_detection.py): a text without any is no refusal, unmasked.
+_REFUSAL_NEEDS = ("sorry", "afraid", "can't", "cant", "cannot", "won't", "wont", "will not", "unable",
+                  "not able", "decline", "not going to", "not comfortable", "as an ai", " request ",
+                  "allowed", "permitted")
+
+
 class RefusalDetector(_Base):
     """The model declined the task ("I'm sorry, but I can't help with that")."""
 
     name = "refusal"
 
-    def detect(self, text: str, ctx: Any) -> list[Signal]:
-        masked, _ = mask_quoted(text)
-        if _REFUSAL.cannot_match(masked):  # then no sentence of it can match either
+    def detect_analysed(self, analysis: Any, ctx: Any) -> list[Signal]:
+        if lacks_all(analysis, _REFUSAL_NEEDS):
             return []
-        total = word_count(masked)
+        if _REFUSAL.cannot_match(masked(analysis)[0]):  # then no sentence of it can match either
+            return []
+        total = masked_words(analysis)
         found: list[Signal] = []
-        for start, end, sentence in sentences(masked):
+        for start, end, sentence in masked_sentences(analysis):
             match = _REFUSAL.search(sentence)
             if not match or _GAP_WORDS.search(sentence):
                 continue
@@ -103,6 +124,10 @@ _ASKS_USER = lazy_compile(
 )
 
 
+#: A match of ``_ASKS_USER`` holds one of these (pinned by tests/test_fused_detection.py).
+_ASKS_NEEDS = ("you", "please", "before i", "i need")
+
+
 class ClarificationLoopDetector(_Base):
     """The model asked the user a question instead of doing the task.
 
@@ -113,14 +138,15 @@ class ClarificationLoopDetector(_Base):
 
     name = "clarification-loop"
 
-    def detect(self, text: str, ctx: Any) -> list[Signal]:
-        masked, _ = mask_quoted(text)
-        if _ASKS_USER.cannot_match(masked):  # then no sentence of it asks the user anything
+    def detect_analysed(self, analysis: Any, ctx: Any) -> list[Signal]:
+        if lacks_all(analysis, _ASKS_NEEDS):  # before masking: most outputs ask nothing
+            return []
+        if _ASKS_USER.cannot_match(masked(analysis)[0]):  # then no sentence of it asks the user anything
             return []
         body_limit = int(plugin_settings(ctx).get("clarification_body_words", 60))
         asks: list[tuple[int, int, str]] = []
         body_words = 0
-        for start, end, sentence in sentences(masked):
+        for start, end, sentence in masked_sentences(analysis):
             is_question = sentence.endswith("?")
             if _ASKS_USER.search(sentence) and (is_question or re.search(r"\bplease\b|\bbefore I\b|\bI need\b",
                                                                           sentence, re.IGNORECASE)):
@@ -146,6 +172,12 @@ _PLACEHOLDER = lazy_compile(
 )
 
 
+#: A placeholder match holds one of these (pinned against ``_PLACEHOLDER`` by
+#: tests/test_fused_detection.py); the pattern's own prefilter admits common words ("add", "your").
+_PLACEHOLDER_NEEDS = ("todo", "tbd", "fixme", "[", "<", "{{", "lorem ipsum", "(to be", "(details", "goes here",
+                      "go here")
+
+
 class BriefStubDetector(_Base):
     """The reply is too short for the step, or a template left unfilled.
 
@@ -160,17 +192,19 @@ class BriefStubDetector(_Base):
         value = ctx_data(ctx).get(MIN_WORDS_KEY, plugin_settings(ctx).get("min_words", DEFAULT_MIN_WORDS))
         return int(value)
 
-    def detect(self, text: str, ctx: Any) -> list[Signal]:
+    def detect_analysed(self, analysis: Any, ctx: Any) -> list[Signal]:
+        text = analysis.text
         if AUTHORISED_BLOCK.search(text):
             return []
         found: list[Signal] = []
-        masked, _ = mask_quoted(text)
         minimum = self.min_words(ctx)
         words = word_count(text) if not has_words(text, minimum) else None
         if words is not None:
             found.append(self._signal("brief-stub", text.strip(), 0, len(text), "strong",
                                       words=words, min_words=minimum))
-        for match in _PLACEHOLDER.finditer(masked):
+        if lacks_all(analysis, _PLACEHOLDER_NEEDS):
+            return found
+        for match in _PLACEHOLDER.finditer(masked(analysis)[0]):
             found.append(self._signal("stub-placeholder", match.group(0), match.start(), match.end(),
                                       "strong", words=word_count(text) if words is None else words))
             break
@@ -194,6 +228,11 @@ _TOOL_JSON = lazy_compile(
 _REACT = lazy_compile(r"^\s*Action:\s*[\w.\-]+\s*\n\s*Action Input:", re.MULTILINE)
 
 
+#: A match of any of the three holds one of these: markup a ``<`` or ``[``, JSON a ``"``, ReAct its
+#: ``Action Input:`` (pinned by tests/test_fused_detection.py).
+_TOOL_NEEDS = ("<", "[", '"', "action input:")
+
+
 class LeakedToolCallDetector(_Base):
     """Tool-call syntax (JSON, XML tags, chat-template tokens, ReAct lines) in what should be prose.
 
@@ -203,21 +242,30 @@ class LeakedToolCallDetector(_Base):
 
     name = "leaked-tool-call"
 
-    def detect(self, text: str, ctx: Any) -> list[Signal]:
-        _, fenced = mask_quoted(text)
-        line_starts = [0]
-        for line in text.split("\n"):
-            line_starts.append(line_starts[-1] + len(line) + 1)
-
-        def in_fence(offset: int) -> bool:
-            line = next(i for i in range(len(fenced)) if offset < line_starts[i + 1])
-            return fenced[line]
-
+    def detect_analysed(self, analysis: Any, ctx: Any) -> list[Signal]:
+        if lacks_all(analysis, _TOOL_NEEDS):
+            return []
+        text = analysis.text
         found: list[Signal] = []
         for label, pattern in (("tool-markup", _TOOL_MARKUP), ("tool-json", _TOOL_JSON), ("react-action", _REACT)):
             for match in pattern.finditer(text):
-                fence = in_fence(match.start())
+                fence = _in_fence(analysis, match.start())
                 found.append(self._signal("leaked-tool-call", match.group(0), match.start(), match.end(),
                                           "weak" if fence else "strong", syntax=label, in_fence=fence))
         found.sort(key=lambda s: (s.strength != "strong", s.start or 0))
         return found
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    for line in text.split("\n"):
+        starts.append(starts[-1] + len(line) + 1)
+    return starts
+
+
+def _in_fence(analysis: Any, offset: int) -> bool:
+    """Whether the line holding ``offset`` lies inside a fenced block."""
+    fenced = masked(analysis)[1]
+    starts = analysis.view("health.line_starts", _line_starts)
+    line = next(i for i in range(len(fenced)) if offset < starts[i + 1])
+    return fenced[line]

@@ -9,6 +9,9 @@ Options, in ``[plugins.trace-fs]`` of ``ora.toml``: ``fsync`` (default true: eve
 flushed to the disk before the turn returns) and ``close_timeout_s`` (default 30: how long a
 closing turn waits for the writer thread to let go of the disk; past it the turn returns with
 its tracing marked degraded, and the writer thread writes the turn's files when it can).
+``[trace] durability`` (the kernel's setting) says when a turn's files are committed: ``"turn"``
+before the turn returns, ``"async"`` by the writer thread after it returns, finished turns in
+groups behind one barrier (see ``sink``; a crash loses at most the last group).
 
 This module stays light: the sink and the commands import their modules when used.
 """

@@ -16,8 +16,20 @@ started and finished in one batch is written once) and, with ``fsync``, made dur
 one barrier before they are renamed into place (``files.write_files``: one ``syncfs`` on Linux
 instead of one fsync per file); a closing turn's logs and renames get one more barrier.
 
+``[trace] durability = "async"`` takes the writing off the turn's path: ``close_turn`` hands the
+finished turn to the writer thread and returns; the writer commits the files of finished turns
+in groups (group commit): what closed while it was writing the previous group, or within
+``group_commit_s`` (default 0.05 s) of the group's first close, written behind one durability
+barrier (with ``fsync``), each turn's ``turn.json`` renamed last. A crash (SIGKILL, power loss)
+loses at most the last group: the turns closed since the last completed commit; every file on
+disk is whole. More than ``max_pending_turns`` (default 64) finished turns waiting for the
+writer: the closing turn commits its own files, as with ``turn`` (a slow disk slows turns rather
+than filling memory). Interpreter exit commits what is left (``atexit``); ``flush()`` commits now.
+
 A write that fails is printed on stderr as it happens, and the errors are returned by
-``close_turn`` so the kernel marks the turn's tracing as degraded. The run never breaks.
+``close_turn`` so the kernel marks the turn's tracing as degraded. The run never breaks. With
+``async``, an error found while committing a turn that has already returned is printed on stderr
+at once and returned by the next ``close_turn`` (naming the earlier turn), which is then degraded.
 """
 
 from __future__ import annotations
@@ -54,6 +66,8 @@ JSONL_BY_KIND = {
 }
 MAX_STDERR_LINES = 5
 QUIET_S = 0.004  # the writer waits for this much quiet from the pipeline before writing
+GROUP_COMMIT_S = 0.05  # async durability: the longest a finished turn waits for its group
+MAX_PENDING_TURNS = 64  # async durability: finished turns queued for the writer before closes write themselves
 
 
 _CAMEL: dict[str, str] = {}
@@ -82,10 +96,14 @@ def _secret_forms(secrets: list[str]) -> list[bytes]:
 class TurnWriter:
     """Everything the writer thread knows about one turn, and the files it writes."""
 
-    def __init__(self, info: Any, ctx: Any, *, fsync: bool, close_timeout_s: float = 30.0) -> None:
+    def __init__(self, info: Any, ctx: Any, *, fsync: bool, close_timeout_s: float = 30.0,
+                 durability: str = "turn") -> None:
         self.info = info
         self.fsync = fsync
         self.close_timeout_s = close_timeout_s
+        self.durability = durability
+        self.closed_at = 0.0  # async: when close_turn handed the turn to the writer (monotonic)
+        self.returns_errors = False  # async: its own close_turn returns its errors (it waited)
         self.stderr: IO[str] = getattr(ctx, "stderr", None) or sys.stderr
         self.secrets = [s for s in getattr(ctx, "secrets", ()) if s]
         self._secret_forms = _secret_forms(self.secrets)
@@ -140,10 +158,15 @@ class TurnWriter:
             self.staged[name] = lambda: self.redact((text() if callable(text) else text).encode("utf-8"))
 
     def take_staged(self) -> list[tuple[str, bytes]]:
-        """The staged files, encoded (a value that cannot be encoded is a named write error)."""
+        """The staged files, encoded (a value that cannot be encoded is a named write error).
+        ``turn.json`` comes last: renamed after the turn's other files, a ``turn.json`` that says
+        the turn finished means they are all there, even after a crash between two renames."""
         staged, self.staged = self.staged, {}
         if not self.usable:
             return []
+        last = staged.pop("turn.json", None)
+        if last is not None:
+            staged["turn.json"] = last
         prefix = self._prefix
         items = []
         with remembering():  # a step's .md follows its .json: its values are not checked twice
@@ -167,11 +190,17 @@ class TurnWriter:
 
     # --- events ------------------------------------------------------------------------------
 
-    def open(self) -> None:
-        try:
+    def locate(self) -> Path:
+        """The turn's directory (not created here): ``<root>/<conversation>/<turn id>``."""
+        if not self.root.parts:
             self.root = Path(self._trace_config.resolved_root()).expanduser()
             self.dir = (self.root / safe_component(self.info.conversation_id)
                         / safe_component(self.info.turn_id, "turn"))
+        return self.dir
+
+    def open(self) -> None:
+        try:
+            self.locate()
             make_dir_inside(self.root, self.dir)
             self._prefix = os.path.join(self.dir, "")
             self.usable = True
@@ -331,6 +360,11 @@ class TraceFsSink:
     name = "trace-fs"
 
     def __init__(self) -> None:
+        #: async durability: called on the writer thread after each group commit with the ids of
+        #: its turns, in close order (observability; tests use it to see what is committed).
+        self.on_commit: Callable[[list[str]], None] | None = None
+        self._closed: deque[TurnWriter] = deque()  # async: finished turns waiting for their group
+        self._commit_errors: deque[str] = deque()  # async: errors of turns that had returned
         self._turns: dict[str, TurnWriter] = {}
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()  # starting the thread
@@ -355,17 +389,27 @@ class TraceFsSink:
             while True:
                 # Write when the pipeline is quiet (no new event for QUIET_S: it is waiting on a
                 # model). Sleeping instead of waiting on the events means an event does not
-                # wake this thread, so the pipeline does not hand the GIL over per event.
-                while True:
-                    seen = self._events
-                    time.sleep(QUIET_S)
-                    if self._events == seen:
-                        break
-                self._write_pending()
+                # wake this thread, so the pipeline does not hand the GIL over per event. A
+                # group of finished turns (async durability) waits no longer than its window.
+                quiet = self._wait_quiet()
+                self._write_pending(open_turns=quiet)
                 self._idle = True
-                if not self._late and not any(writer.pending for writer in list(self._turns.values())):
+                if not self._late and not self._closed and not any(
+                        writer.pending for writer in list(self._turns.values())):
                     break
                 self._idle = False  # events came in while writing, unannounced: go on
+
+    def _wait_quiet(self) -> bool:
+        """Sleep until the pipeline is quiet (True) or the oldest finished turn waiting for its
+        group has waited ``group_commit_s`` (False: only the finished turns are written then)."""
+        while True:
+            seen = self._events
+            time.sleep(QUIET_S)
+            if self._events == seen:
+                return True
+            closed = self._closed
+            if closed and time.monotonic() - closed[0].closed_at >= GROUP_COMMIT_S:
+                return False
 
     def _open_new(self) -> None:
         """Open the turns just started (their directory and logs: system calls, which overlap
@@ -376,18 +420,22 @@ class TraceFsSink:
                     writer.opened = True
                     self._process(writer, "open", None)
 
-    def _write_pending(self) -> None:
+    def _write_pending(self, *, open_turns: bool = True) -> None:
         """Open the open turns not yet opened, handle their queued events and write what that
         staged, behind one durability barrier for all of them; finish the turns whose close
-        timed out."""
+        timed out, and commit the finished turns waiting for their group (async durability).
+        ``open_turns`` False: only the finished ones (the pipeline is busy; the others wait)."""
         with self._work:
             late = self._take_late()
-            batch = [writer for writer in list(self._turns.values()) if writer.pending or not writer.opened]
-            batch += late
+            group = self._take_closed()
+            batch = ([writer for writer in list(self._turns.values()) if writer.pending or not writer.opened]
+                     if open_turns else [])
+            batch += late + group
             for writer in batch:
                 self._drain(writer)
             if batch:
-                self._end_batch(batch, late)
+                self._end_batch(batch, late + group)
+            self._committed(group)
 
     def _drain(self, writer: TurnWriter) -> None:
         """Open ``writer``'s turn if not yet, and handle its queued events, in order."""
@@ -455,8 +503,12 @@ class TraceFsSink:
             self._work.release()
 
     def _drain_at_exit(self) -> None:
-        """Turns never closed (a crash in the pipeline), or whose close timed out: write what
-        they have, if the writer thread lets go within 5 s."""
+        """Finished turns waiting for their group (async durability) are committed; turns never
+        closed (a crash in the pipeline), or whose close timed out: write what they have, if the
+        writer thread lets go within 5 s."""
+        if not self.flush(5.0):
+            print(f"ora: trace-fs: the writer did not let go within 5 s at exit; {len(self._closed)} finished "
+                  "turn(s) were not committed", file=sys.stderr)
         late = self._take_late()
         for writer in late + [w for w in (self._turns.pop(t, None) for t in list(self._turns)) if w]:
             self._close(writer, 5.0)
@@ -467,12 +519,54 @@ class TraceFsSink:
             late.append(self._late.pop())
         return late
 
+    def _take_closed(self) -> list[TurnWriter]:
+        group = []
+        closed = self._closed
+        while closed:  # popleft, never a swap: a turn closed meanwhile goes to the next group
+            group.append(closed.popleft())
+        return group
+
+    def _committed(self, group: list[TurnWriter]) -> None:
+        """After a group commit: the errors of its turns (returned already) are kept for the next
+        ``close_turn``; ``on_commit`` hears the ids."""
+        if not group:
+            return
+        for writer in group:
+            if writer.returns_errors:
+                continue
+            for message in writer.errors:
+                self._commit_errors.append(f"turn {writer.info.turn_id} (committed after it returned): {message}")
+        listener = self.on_commit
+        if listener is not None:
+            try:
+                listener([writer.info.turn_id for writer in group])
+            except Exception as exc:  # noqa: BLE001 - a listener's failure is named, never fatal to the writer
+                print(f"ora: trace-fs: on_commit listener failed: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+    def flush(self, timeout: float = 30.0) -> bool:
+        """Commit every finished turn still waiting for its group (async durability) now, on
+        this thread; False when the writer thread did not let go within ``timeout``."""
+        if not self._work.acquire(timeout=timeout):
+            return False
+        try:
+            group = self._take_closed()
+            for writer in group:
+                self._drain(writer)
+            if group:
+                self._end_batch(group, group)
+            self._committed(group)
+        finally:
+            self._work.release()
+        return True
+
     # --- the TraceSink protocol -----------------------------------------------------------------
 
     def open_turn(self, turn: Any, ctx: Any) -> None:
         options = (getattr(ctx.config, "plugins", {}) or {}).get(self.name, {})
+        durability = getattr(getattr(ctx.config, "trace", None), "durability", "turn")
         writer = TurnWriter(turn, ctx, fsync=bool(options.get("fsync", True)),
-                            close_timeout_s=float(options.get("close_timeout_s", 30.0)))
+                            close_timeout_s=float(options.get("close_timeout_s", 30.0)),
+                            durability="async" if durability == "async" else "turn")
         self._ensure_thread()
         self._turns[turn.turn_id] = writer
 
@@ -488,6 +582,33 @@ class TraceFsSink:
 
     def close_turn(self, turn: Any) -> dict[str, Any]:
         writer = self._turns.pop(turn.turn_id)
+        earlier = self._take_commit_errors()
+        if writer.durability == "async":
+            # The writer commits this turn with its group; its directory is where it will be.
+            # (An open that fails on the writer thread is an error reported with the commit.)
+            writer.closed_at = time.monotonic()
+            path = str(writer.locate())
+            if len(self._closed) < MAX_PENDING_TURNS:
+                self._closed.append(writer)
+                if self._idle:
+                    self._idle = False
+                    self._kick.set()
+                return {"trace_path": path, "errors": earlier + list(writer.errors), "committed": False}
+            # The writer is behind: this close commits the waiting turns and itself, in order.
+            writer.returns_errors = True
+            self._closed.append(writer)
+            if not self.flush(writer.close_timeout_s):
+                writer.errors.append(f"the trace writer did not finish within {writer.close_timeout_s:g} s; "
+                                     "it commits this turn's files when it can")
+                writer.returns_errors = False  # what its late commit finds goes to a later close
+            return {"trace_path": str(writer.dir) if writer.usable else None,
+                    "errors": earlier + list(writer.errors), "written_at": datetime.now(timezone.utc).isoformat()}
         self._close(writer, writer.close_timeout_s)
-        return {"trace_path": str(writer.dir) if writer.usable else None, "errors": list(writer.errors),
+        return {"trace_path": str(writer.dir) if writer.usable else None, "errors": earlier + list(writer.errors),
                 "written_at": datetime.now(timezone.utc).isoformat()}
+
+    def _take_commit_errors(self) -> list[str]:
+        errors = []
+        while self._commit_errors:
+            errors.append(self._commit_errors.popleft())
+        return errors
