@@ -84,6 +84,9 @@ def build_app() -> typer.Typer:
     modes_commands.register(app)
     models_commands.register(app)
     bench_grounding.register(app)
+    from ora_core.cli import bench, probe  # light modules: the work is imported inside the commands
+    probe.register(app)
+    bench.register_pipeline(app)
     return app
 
 

@@ -31,6 +31,7 @@ REGISTRY_HOOKS: dict[str, str] = {
     "ora_register_modes": "mode_pack",
     "ora_register_fault_injectors": "fault_injector",
     "ora_register_embedders": "embedder",
+    "ora_register_probes": "probe_pack",
 }
 
 
@@ -115,6 +116,18 @@ def ora_register_embedders(register: Callable[..., None]) -> None:
     ``ora_core.api.Embedder``). Components that need embeddings ask the host for the configured
     one by name (``ctx.embedder()``, ``[embedding] embedder``), never import another plugin's
     model: a name no plugin registers is an error listing the registered names.
+    """
+
+
+@hookspec
+def ora_register_probes(register: Callable[..., None]) -> None:
+    """Register probe packs: ``register(directory, name=...)``, a directory of probe files.
+
+    A probe file (``*.toml``, ``*.yaml`` or ``*.yml``, one probe each) holds a prompt, optional
+    configuration overrides and the trace facts ``ora probe run`` checks against the turn's files
+    on disk (``docs/probes.md``). A ``bench/`` subdirectory may hold the Markdown documents
+    ``ora bench`` runs its matrix over. A directory that does not exist is refused, naming it; a
+    probe id defined by two packs is reported as BROKEN, naming both files.
     """
 
 
