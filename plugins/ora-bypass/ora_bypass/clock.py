@@ -17,7 +17,13 @@ from typing import Any
 
 from ora_core.api import Signal, lazy_compile
 
-_TIME = lazy_compile(r"\b([01]?\d|2[0-3])[:.h]([0-5]\d)(?::[0-5]\d)?\s*(a\.?m\.?|p\.?m\.?)?(?!\w)", re.I)
+# (?<![\d.:]) rather than \b: an ISO timestamp's time follows a "T" ("2026-12-31T09:45:57Z"), and
+# "T09" has no word boundary; a digit, dot or colon before it would make it part of another number.
+_TIME = lazy_compile(r"(?<![\d.:])([01]?\d|2[0-3])[:.h]([0-5]\d)(?::[0-5]\d(?:\.\d+)?)?\s*(a\.?m\.?|p\.?m\.?)?"
+                     r"(?![\w.:])|(?<=T)([01]\d|2[0-3]):([0-5]\d)", re.I)
+#: Numeric dates: ISO (2026-12-31), and day/month/year or month/day/year with / . or - .
+_ISO_DATE = lazy_compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
+_NUMERIC_DATE = lazy_compile(r"(?<![\d.:/-])(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})(?!\d|[/.-]\d)")
 _WEEKDAY = lazy_compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I)
 _YEAR = lazy_compile(r"\b(19[5-9]\d|20\d\d|21\d\d)\b")
 _MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september",
@@ -45,7 +51,7 @@ class ClockClaimsDetector:
                                   data={"clock": [r.isoformat() for r in readings]}))
 
         for m in _TIME.finditer(text):
-            hour, minute = int(m.group(1)), int(m.group(2))
+            hour, minute = int(m.group(1) or m.group(4)), int(m.group(2) or m.group(5))
             suffix = (m.group(3) or "").replace(".", "").lower()
             if suffix == "pm" and hour < 12:
                 hour += 12
@@ -60,6 +66,14 @@ class ClockClaimsDetector:
         for m in _YEAR.finditer(text):
             if int(m.group(1)) not in {r.year for r in readings}:
                 flag("unsupported-year", m)
+        days = {(r.year, r.month, r.day) for r in readings}
+        for m in _ISO_DATE.finditer(text):
+            if (int(m.group(1)), int(m.group(2)), int(m.group(3))) not in days:
+                flag("unsupported-date", m)
+        for m in _NUMERIC_DATE.finditer(text):
+            a, b, year = int(m.group(1)), int(m.group(2)), int(m.group(3))
+            if (year, b, a) not in days and (year, a, b) not in days:  # day/month or month/day
+                flag("unsupported-date", m)
         for m in _MONTH_DAY.finditer(text):
             month = (m.group(1) or m.group(4)).lower()
             day = int(m.group(2) or m.group(3))

@@ -114,6 +114,20 @@ def test_clock_claims_flags_invented_times_and_accepts_the_clock():
     assert not detector.detect("I don't have access to a clock. Gap: the current time.", _ctx(now))
 
 
+def test_clock_claims_flag_an_invented_iso_timestamp_and_numeric_dates():
+    """Probe #5 found SmolLM2 answering "The time is 2026-12-31T09:45:57.832Z" at 03:22 on 24 November
+    and the check letting it through: the time follows a "T" and the date was ISO."""
+    detector = ora_bypass.ClockClaimsDetector()
+    now = datetime(2026, 11, 24, 3, 22, tzinfo=timezone.utc)
+    found = detector.detect("The time is 2026-12-31T09:45:57.832Z", _ctx(now))
+    assert {(s.name, s.matched) for s in found} == {("unsupported-date", "2026-12-31"),
+                                                    ("unsupported-time", "09:45")}
+    assert not detector.detect("It is 2026-11-24T03:22:10Z, that is 03:22 UTC.", _ctx(now))
+    assert {s.name for s in detector.detect("Today is 31/12/2026.", _ctx(now))} == {"unsupported-date"}
+    assert not detector.detect("Today is 24/11/2026, or 11/24/2026 in US order, or 24.11.2026.", _ctx(now))
+    assert not detector.detect("Version 1.09.2 of the library.", _ctx(now))  # not a time
+
+
 def test_clock_claims_stay_quiet_on_turns_that_asked_no_time_question():
     # No clock reading in the turn: the dates of an analysis are not claims about the clock.
     detector = ora_bypass.ClockClaimsDetector()
