@@ -13,6 +13,8 @@ Signals:
   protocol. Specifics the user's own prompt states (raw or as Phase A cleaned it) count as
   supported. An empty package is checked like any other: every specific is then unsupported. Chunks of the streams the
   verifier sets aside (``conversation`` memory by default) are not evidence here either.
+  Evaluator and verifier outputs (``ctx.data["material"].purpose``) quote what they judge and are
+  not checked; headings are structure, never claims.
 - ``specifics-unchecked`` (kind ``specifics``, weak, no evidence flag): the text states
   specifics but no evidence package was at hand (Gear 1's direct answer has none), so they were
   not checked. Recorded, never counted as confabulation.
@@ -31,6 +33,9 @@ from .subject import checkable_text
 from .text import split_claims
 
 EVIDENCE_KEY = "evidence"
+#: Steps whose output quotes what it judges (an evaluator the analysis it attacks, a verifier what it
+#: grades): their specifics are the subject's, not claims of their own (``StepMaterial.purpose``).
+QUOTING_PURPOSES = frozenset({"evaluator", "verifier"})
 MAX_REPORTED = 20
 
 
@@ -42,6 +47,9 @@ class UnsupportedSpecificsDetector:
 
     def detect(self, text: str, ctx: Any) -> list[Signal]:
         data = getattr(ctx, "data", None)
+        material = data.get("material") if isinstance(data, dict) else None
+        if material is not None and getattr(material, "purpose", "") in QUOTING_PURPOSES:
+            return []
         has_package = isinstance(data, dict) and EVIDENCE_KEY in data
         checkable = checkable_text(text).text  # the answer without protocol lines (CONFIDENCE: 0.90 ...)
         claims = split_claims(checkable)

@@ -42,7 +42,7 @@ class CheckableText(BaseModel):
 
 
 def checkable_text(subject: str) -> CheckableText:
-    """``subject`` without its protocol sections, protocol lines and fenced blocks."""
+    """``subject`` without its headings, protocol sections, protocol lines and fenced blocks."""
     kept: list[str] = []
     set_aside: list[str] = []
     in_protocol = False
@@ -57,9 +57,10 @@ def checkable_text(subject: str) -> CheckableText:
             continue
         if _HEADING.match(line):
             in_protocol = bool(_PROTOCOL_SECTION.match(line))
-            if in_protocol:
-                set_aside.append(line.strip().lstrip("#").strip())
-                continue
+            # a heading is structure, not a claim ("## 1. UNSUPPORTED CLAIMS" of an evaluation
+            # contract, "## Who benefits"): its section's lines are checked, the heading is not
+            set_aside.append(line.strip().lstrip("#").strip())
+            continue
         if in_protocol:
             continue
         if _PROTOCOL_LINE.match(line):

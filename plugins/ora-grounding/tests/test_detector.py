@@ -84,3 +84,18 @@ def test_missing_specifics_finds_what_the_evidence_lacks_and_nothing_else():
     found = missing_specifics('In 2021 on 14 March, 45 percent moved; 3.2 billion; "the vote was unanimous and '
                               'final" said the chair.', evidence)
     assert found == ["2021", "14 March", "45 percent", "3.2", "the vote was unanimous and final"]
+
+
+def test_an_evaluators_contract_headings_and_quotes_are_no_claims_of_its_own():
+    """Probe runs found every healthy gear-4 evaluator flagged a confident confabulator: the seven
+    contract headings ("UNSUPPORTED CLAIMS") read as names, and the evaluator quotes what it attacks."""
+    from ora_core.api import StepMaterial
+
+    evaluation = ("## 1. UNSUPPORTED CLAIMS\nThe analysis says the budget moved on 5 March 2021.\n"
+                  "## 2. CRITERIA CHECK\nMet.")
+    as_evaluator = run(evaluation, evidence=EVIDENCE, material=StepMaterial(purpose="evaluator"))
+    assert as_evaluator == []
+    as_analyst = run(evaluation, evidence=EVIDENCE, material=StepMaterial(purpose="analyst"))
+    [signal] = as_analyst
+    assert "UNSUPPORTED" not in signal.data["missing"] and "CLAIMS" not in signal.data["missing"]
+    assert "5 March 2021" in signal.data["missing"]
