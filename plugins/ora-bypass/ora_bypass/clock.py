@@ -20,7 +20,7 @@ from ora_core.api import Signal, lazy_compile
 # (?<![\d.:]) rather than \b: an ISO timestamp's time follows a "T" ("2026-12-31T09:45:57Z"), and
 # "T09" has no word boundary; a digit, dot or colon before it would make it part of another number.
 _TIME = lazy_compile(r"(?<![\d.:])([01]?\d|2[0-3])[:.h]([0-5]\d)(?::[0-5]\d(?:\.\d+)?)?\s*(a\.?m\.?|p\.?m\.?)?"
-                     r"(?![\w.:])|(?<=T)([01]\d|2[0-3]):([0-5]\d)", re.I)
+                     r"(?!\w|[.:]\d)|(?<=T)([01]\d|2[0-3]):([0-5]\d)", re.I)
 #: Numeric dates: ISO (2026-12-31), and day/month/year or month/day/year with / . or - .
 _ISO_DATE = lazy_compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
 _NUMERIC_DATE = lazy_compile(r"(?<![\d.:/-])(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})(?!\d|[/.-]\d)")

@@ -126,6 +126,7 @@ def test_clock_claims_flag_an_invented_iso_timestamp_and_numeric_dates():
     assert {s.name for s in detector.detect("Today is 31/12/2026.", _ctx(now))} == {"unsupported-date"}
     assert not detector.detect("Today is 24/11/2026, or 11/24/2026 in US order, or 24.11.2026.", _ctx(now))
     assert not detector.detect("Version 1.09.2 of the library.", _ctx(now))  # not a time
+    assert {s.name for s in detector.detect("It is 06:12.", _ctx(now))} == {"unsupported-time"}  # a full stop
 
 
 def test_clock_claims_stay_quiet_on_turns_that_asked_no_time_question():
