@@ -34,7 +34,15 @@ from typing import Any
 
 import pytest
 
-from ora_core.kernel.config import DEFAULT_CONFIG_PATH, OraConfig, ResolvedConfig, check_roles, config_hash, deep_merge
+from ora_core.kernel.config import (
+    DEFAULT_CONFIG_PATH,
+    OraConfig,
+    ResolvedConfig,
+    check_roles,
+    config_hash,
+    deep_merge,
+    merge_layer,
+)
 from ora_core.kernel.plugins import PluginHost, PluginRecord
 
 
@@ -71,7 +79,7 @@ def make_host(*plugins: object, strict: bool = True, env: Mapping[str, str] | No
 
 def make_config(overrides: Mapping[str, Any] | None = None, *, base_default: bool = True) -> ResolvedConfig:
     data: dict[str, Any] = tomllib.loads(DEFAULT_CONFIG_PATH.read_text()) if base_default else {}
-    data = deep_merge(data, overrides or {})
+    data = merge_layer(data, overrides or {})  # as load_config: a retyped backend drops the default's options
     config = OraConfig.model_validate(data)
     check_roles(config, "test config")
     return ResolvedConfig(config=config, sources=["test"], hash=config_hash(config))

@@ -31,3 +31,10 @@ def ora_register_retrievers(register: Callable[..., None]) -> None:
     from .retriever import BenchDocumentsRetriever
 
     register(BenchDocumentsRetriever())
+
+
+@hookimpl
+def ora_register_options(register: Callable[..., None]) -> None:
+    from .retriever import PLUGIN, ProbesDefaultOptions
+
+    register(ProbesDefaultOptions, table=PLUGIN)

@@ -19,10 +19,25 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ora_core.api import Chunk, EmptyDiagnosis, EmptyReason, Provenance, Retrieval, RetrievalError
+from ora_core.api import (
+    Chunk,
+    ConfigError,
+    EmptyDiagnosis,
+    EmptyReason,
+    PluginOptions,
+    Provenance,
+    Retrieval,
+    RetrievalError,
+)
 
 PLUGIN = "probes-default"
 SETTING = "bench_documents"
+
+
+class ProbesDefaultOptions(PluginOptions):
+    """``[plugins.probes-default]``, declared to the kernel (``ora_register_options``)."""
+
+    bench_documents: str | None = None  # the directory of the documents ``bench-documents`` serves
 _WORD = re.compile(r"[a-z0-9]{4,}")
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 
@@ -57,7 +72,10 @@ class BenchDocumentsRetriever:
         if not streams:
             raise RetrievalError("bench-documents serves only streams mapped to it "
                                  "(retrieval.retrievers.<stream> = \"bench-documents\"); none is")
-        setting = (config.plugins.get(PLUGIN) or {}).get(SETTING)
+        try:
+            setting = ProbesDefaultOptions.of(config, PLUGIN).bench_documents
+        except ConfigError as exc:
+            raise RetrievalError(f"bench-documents: {exc}") from exc
         if not setting:
             raise RetrievalError(f"bench-documents: [plugins.{PLUGIN}] {SETTING} names no directory")
         directory = Path(str(setting)).expanduser()

@@ -22,7 +22,7 @@ CORE = REPO / "ora_core"
 FLOORS = {"kernel": 0, "kits": 1, "engine": 2, "api": 3, "cli": 4, "testing": 4}
 FLOOR_NAMES = {0: "kernel", 1: "kits", 2: "engine", 3: "api", 4: "cli/testing"}
 STRING_IMPORT = re.compile(r"^(ora_core(?:\.[A-Za-z_]\w*)*)(?::[A-Za-z_]\w*)?$")
-PLUGIN_ALLOWED = ("ora_core", "ora_core.api", "ora_core.api.http", "ora_core.api.text")
+PLUGIN_ALLOWED = ("ora_core", "ora_core.api", "ora_core.api.http", "ora_core.api.text", "ora_core.api.html")
 PLUGIN_TEST_ALLOWED = (*PLUGIN_ALLOWED, "ora_core.testing")
 
 
@@ -277,7 +277,7 @@ def test_the_boundary_check_names_a_kernel_import_and_a_plugin_importing_a_plugi
     problems = plugin_boundary_violations(root)
     assert problems == [
         "plugins/ora-x/ora_x/__init__.py:1: from ora_core.kernel.models import Signal — a plugin imports Ora only "
-        "from ora_core, ora_core.api, ora_core.api.http, ora_core.api.text",
+        "from ora_core, ora_core.api, ora_core.api.http, ora_core.api.text, ora_core.api.html",
         "plugins/ora-x/ora_x/__init__.py:2: import ora_y — plugin 'ora_x' imports plugin 'ora_y'; plugins never "
         "import each other (ask the host for a component)",
     ]

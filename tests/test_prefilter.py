@@ -16,8 +16,8 @@ from ora_core.kits.prefilter import required_literals
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
 DETECTOR_MODULES = ["ora_health_detectors.detectors", "ora_health_detectors.common", "ora_broken.markers",
-                    "ora_broken.verdict", "ora_broken.failure_signals", "ora_bypass.clock", "ora_grounding.subject", "ora_grounding.text",
-                    "ora_grounding.specifics"]
+                    "ora_broken.verdict", "ora_broken.failure_signals", "ora_bypass.clock", "ora_grounding.subject",
+                    "ora_grounding.text", "ora_grounding.specifics", "ora_grounding.lexical"]
 
 
 def _patterns() -> list[LazyPattern]:

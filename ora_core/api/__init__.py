@@ -7,8 +7,10 @@ a plugin's import stays off ``ora --help``'s path until it touches a model or th
 - **Hooks**: ``hookimpl`` (the hookspecs are in ``docs/hooks.md``).
 - **Data models** (pydantic, validated at the boundary): messages and completions, chunks and
   retrievals, signals, verdicts, contingencies, trace events, turn results, the front of the
-  pipeline's packages, fault points.
+  pipeline's packages, fault points, a fact-check turn's claim verdicts.
 - **Errors**: ``OraError`` and its family (``BackendError`` subclasses say how a backend failed).
+- **Redaction**: ``redact_text`` (credential shapes and given secrets out of a server's body),
+  ``mask_url``, ``Redactor`` (every secret of a configuration) and ``Secret``.
 - **Layers and signal kinds**: ``LAYER_ORDER``, ``LAYER_PROVIDES``, ``PROPERTY_MEANINGS``,
   ``SignalKind`` and ``SIGNAL_EFFECTS`` (the only kinds that change a turn's path).
 - **Component shapes**: ``Detector``, ``BackendFactory``, ``ModelBackend``, ``Retriever``,
@@ -39,6 +41,9 @@ _KERNEL_MODELS = (
     "RoutingDecision", "BudgetSignal", "BudgetReport", "BUDGET_SIGNAL_NAMES", "RagFailure",
     "ContextPackage", "EvidencePackage", "FaultPoint", "FaultSite", "ModelRequest", "ModelReply",
     "VerificationCall", "StepMaterial", "RoutingAudit", "NearestExample", "ClarificationAnswer",
+    "FactCheckResult", "ClaimVerdict", "EvidenceItem", "EvidenceCounts", "FactCheckWarning", "RoleReading",
+    "SelfConsistency", "ChallengePoint", "PointResponse", "Reconciliation", "ValidationReport", "EvidencePartition",
+    "ContrarianReport", "VerdictBand", "EvidenceDirection", "SourceClass", "FACT_CHECK_DEGRADATION_TYPES",
 )
 _ERRORS = (
     "OraError", "ConfigError", "UsageError", "PluginError", "RegistrationError", "ModeError", "BackendError",
@@ -60,6 +65,10 @@ _EXPORTS: dict[str, str] = {
     "SignalKind": "ora_core.kernel.signals",
     "SIGNAL_EFFECTS": "ora_core.kernel.signals",
     "StandaloneContext": "ora_core.kernel.trace",
+    "Redactor": "ora_core.kernel.redaction",
+    "Secret": "ora_core.kernel.redaction",
+    "redact_text": "ora_core.kernel.redaction",
+    "mask_url": "ora_core.kernel.redaction",
     "user_data_dir": "ora_core.kernel.config",
     "user_config_dir": "ora_core.kernel.config",
     "PluginOptions": "ora_core.kernel.config",
@@ -144,6 +153,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors only
     from ora_core.kernel.models import *  # noqa: F403
     from ora_core.kernel.models import assembled
     from ora_core.kernel.modes import Mode, ModeLibrary, load_modes
+    from ora_core.kernel.redaction import Redactor, Secret, mask_url, redact_text
     from ora_core.kernel.signals import SIGNAL_EFFECTS, SignalKind
     from ora_core.kernel.trace import StandaloneContext
     from ora_core.kits.lazy import LazyBackendFactory, LazyPattern, lazy_compile, lazy_exports

@@ -4,6 +4,10 @@ Plugins are loaded inside ``main()``, when the command runs, never when this mod
 imported; a plugin that fails to load is recorded and shown by ``ora plugins list`` while
 ``ora --help`` keeps working. Heavy libraries are imported inside the commands that use them.
 
+While a command runs, standard output and standard error are guarded (``state.guard_output``):
+every write passes the redactor, so neither our commands nor a plugin's can print a secret of
+the configuration (nor, on standard error, a credential shape).
+
 Exit codes of ``ora run``: 0 ok or degraded, 1 configuration or plugin error,
 2 usage error, 3 needs_clarification (the question is printed), 4 halted (the diagnostic
 is printed).
@@ -21,7 +25,18 @@ from ora_core.cli import bench_grounding
 from ora_core.cli import models as models_commands
 from ora_core.cli import modes as modes_commands
 from ora_core.cli import run as run_command
-from ora_core.cli.state import EXIT_ERROR, command_context, get_config, get_host, state
+from ora_core.cli.state import (
+    EXIT_ERROR,
+    begin_invocation,
+    check_plugin_options,
+    command_context,
+    echo,
+    echo_err,
+    get_config,
+    get_host,
+    options_report,
+    print_options_problems,
+)
 from ora_core.kernel.errors import OraError
 
 
@@ -37,11 +52,12 @@ def build_app() -> typer.Typer:
 
     @app.callback()
     def root(
+        ctx: typer.Context,
         config: Optional[str] = typer.Option(
             None, "--config", "-c", help="Configuration file (else $ORA_CONFIG, ./ora.toml, user config dir)."
         ),
     ) -> None:
-        state.config_path = config
+        begin_invocation(config, ctx)
 
     run_command.register(app)
 
@@ -55,8 +71,9 @@ def build_app() -> typer.Typer:
         rows = host.summary()
         if as_json:
             typer.echo(json.dumps(rows, indent=2))
-            return
-        _print_plugin_table(rows)
+        else:
+            _print_plugin_table(rows)
+        print_options_problems(options_report())  # tables passed on unchecked, options refused
 
     @plugins_app.command("check")
     def plugins_check() -> None:
@@ -66,6 +83,7 @@ def build_app() -> typer.Typer:
         for record in problems:
             typer.echo(f"{record.name} ({record.distribution} {record.version}): {record.status}: "
                        + "; ".join(record.errors), err=True)
+        print_options_problems(options_report())
         loaded = sum(1 for r in host.records.values() if r.status == "ok")
         typer.echo(f"{loaded} plugin(s) ok, {len(problems)} with problems")
         if problems:
@@ -76,10 +94,14 @@ def build_app() -> typer.Typer:
 
     @config_app.command("show")
     def config_show(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-        """Print the resolved configuration (secrets masked) and its hash."""
+        """Print the resolved configuration (secrets masked) and its hash; exit 1 when a plugin's table
+        or a backend's options break the model its plugin declares (each table and key named)."""
         from ora_core.kernel.config import render_config
 
-        typer.echo(render_config(get_config(), "json" if as_json else "toml"))
+        resolved = get_config()
+        warnings = check_plugin_options(resolved)
+        echo(render_config(resolved, "json" if as_json else "toml"))
+        print_options_problems(warnings)
 
     modes_commands.register(app)
     models_commands.register(app)
@@ -117,14 +139,14 @@ def main(argv: list[str] | None = None) -> None:
     app = build_app()
     try:
         host = get_host()
-        host.register_commands(app, command_context())
+        host.register_commands(app, command_context(app))
     except OraError as exc:  # strict mode: a plugin failure is fatal
-        typer.echo(f"ora: {exc}", err=True)
+        echo_err(f"ora: {exc}")
         sys.exit(EXIT_ERROR)
     try:
         app(args=argv, prog_name="ora")
     except CommandFailed as exc:  # a plugin's command failed through CommandContext.fail
-        typer.echo(f"ora: {exc.message}", err=True)
+        echo_err(f"ora: {exc.message}")
         sys.exit(exc.code)
 
 

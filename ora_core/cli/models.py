@@ -1,5 +1,9 @@
 """``ora models list``: the configured backends, what they run, who uses them, and with
-``--check`` whether each one answers (each backend's own ``check()`` probe)."""
+``--check`` whether each one answers (each backend's own ``check()`` probe).
+
+Nothing it prints carries a secret: ``base_url`` is shown with its password and credential query
+values masked, and each probe's answer or error passes the configuration's redactor (credential
+shapes scrubbed too) before it becomes a row."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ def backend_rows(config: Any, host: Any) -> list[dict[str, Any]]:
     """One row per configured backend: type, model, family, roles, fallbacks and the plugin
     (distribution and version) that registers its type."""
     from ora_core.kernel.config import ROLE_NAMES
+    from ora_core.kernel.redaction import mask_url
 
     roles_by_backend: dict[str, list[str]] = {}
     for role in ROLE_NAMES:
@@ -32,7 +37,7 @@ def backend_rows(config: Any, host: Any) -> list[dict[str, Any]]:
             "type": settings.type,
             "model": settings.model,
             "family": settings.family,
-            "base_url": settings.base_url,
+            "base_url": mask_url(settings.base_url) if settings.base_url else settings.base_url,
             "roles": roles_by_backend.get(name, []),
             "fallbacks": list(settings.fallbacks),
             "fallback_for": fallback_for.get(name, []),
@@ -45,13 +50,19 @@ def backend_rows(config: Any, host: Any) -> list[dict[str, Any]]:
     return rows
 
 
-async def check_backends(config: Any, host: Any, names: list[str]) -> dict[str, dict[str, Any]]:
-    """Probe each backend; a failure is reported by its error kind, never raised."""
+async def check_backends(config: Any, host: Any, names: list[str],
+                         redactor: Any = None) -> dict[str, dict[str, Any]]:
+    """Probe each backend; a failure is reported by its error kind, never raised. Every answer and
+    error has ``redactor``'s secrets (default: the configuration's) and credential shapes replaced,
+    and the URLs in it their passwords and credential parameters masked."""
     import asyncio
     import time
 
     from ora_core.engine.backends import BackendPool
     from ora_core.kernel.errors import BackendError
+    from ora_core.kernel.redaction import Redactor, mask_secrets
+
+    redactor = redactor if redactor is not None else Redactor.for_config(config)
 
     pool = BackendPool(config, host)
     results: dict[str, dict[str, Any]] = {}
@@ -75,9 +86,13 @@ async def check_backends(config: Any, host: Any, names: list[str]) -> dict[str, 
                                  f"return within {pool.deadline_s(name):.0f}s"}}
             except OraError as exc:  # configuration: no plugin for the type, bad options
                 results[name] = {"reachable": False, "error": {"kind": "config", "message": str(exc)}}
+            except Exception as exc:  # noqa: BLE001 - a plugin's check() that breaks its contract: named, no crash
+                results[name] = {"reachable": False, "error": {
+                    "kind": "plugin_fault", "message": f"check() raised {type(exc).__name__}: {exc}",
+                    "error_class": type(exc).__name__}}
     finally:
         await pool.aclose()
-    return results
+    return {name: redactor.error_data(mask_secrets(result)) for name, result in results.items()}
 
 
 def register(app: typer.Typer) -> None:
@@ -92,17 +107,17 @@ def register(app: typer.Typer) -> None:
         """Every configured backend: type, model, family, the roles using it, the plugin behind it."""
         import asyncio
 
-        from ora_core.cli.state import get_config, get_host
+        from ora_core.cli.state import echo, get_config, get_host, state
 
         resolved = get_config()
         config, host = resolved.config, get_host()
         rows = backend_rows(config, host)
         if check:
-            checks = asyncio.run(check_backends(config, host, [r["backend"] for r in rows]))
+            checks = asyncio.run(check_backends(config, host, [r["backend"] for r in rows], state.redactor))
             for row in rows:
                 row["check"] = checks[row["backend"]]
         if as_json:
-            typer.echo(json.dumps({"config_hash": resolved.hash, "backends": rows}, indent=2, default=str))
+            echo(json.dumps({"config_hash": resolved.hash, "backends": rows}, indent=2, default=str))
         else:
             _print_table(rows, check)
         if check and any(r["check"]["reachable"] is False for r in rows):

@@ -1,15 +1,16 @@
 """``ora run``: one turn, as a client of the application API (``Ora.stream``).
 
 The typed events of the turn drive the progress lines on stderr; the last one carries the result,
-printed on stdout (or as JSON). The prompt comes from the argument, from standard input (``ora run -``, nothing over the
-argument-length limit) or from a file (``--prompt-file PATH``). A pending clarification is asked
-on a terminal (numbered options and "just answer"; ``--ask`` forces it, ``--no-ask`` never asks)
-and the turn runs again on the chosen mode, the question and the answer recorded in its trace;
-with ``--json`` or without a terminal the turn returns ``needs_clarification`` (exit 3) unless
-``--best-guess`` (or ``[pipeline] best_guess``) continues on the best candidate. Exit codes: 0 ok or degraded,
-1 configuration or plugin error, 2 usage error (an empty prompt, a missing or non-UTF-8 prompt
-file, empty standard input, an unknown fault-injection mode), 3 needs_clarification,
-4 halted (the diagnostic is printed).
+printed on stdout (or as JSON); every line passes the redactor (``state.echo``/``echo_err``): no
+secret of the configuration, and on stderr no credential shape, is printed. The prompt comes from
+the argument, from standard input (``ora run -``, nothing over the argument-length limit) or from a
+file (``--prompt-file PATH``). A pending clarification is asked on a terminal (numbered options and
+"just answer"; ``--ask`` forces it, ``--no-ask`` never asks) and the turn runs again on the chosen
+mode, the question and the answer recorded in its trace; with ``--json`` or without a terminal the
+turn returns ``needs_clarification`` (exit 3) unless ``--best-guess`` (or ``[pipeline] best_guess``)
+continues on the best candidate. Exit codes: 0 ok or degraded, 1 configuration or plugin error,
+2 usage error (an empty prompt, a missing or non-UTF-8 prompt file, empty standard input, an unknown
+fault-injection mode), 3 needs_clarification, 4 halted (the diagnostic is printed).
 """
 
 from __future__ import annotations
@@ -22,7 +23,17 @@ from typing import Any, Optional
 
 import typer
 
-from ora_core.cli.state import EXIT_HALTED, EXIT_NEEDS_CLARIFICATION, EXIT_USAGE, fail, get_config, get_host
+from ora_core.cli.state import (
+    EXIT_HALTED,
+    EXIT_NEEDS_CLARIFICATION,
+    EXIT_USAGE,
+    echo,
+    echo_err,
+    fail,
+    get_config,
+    get_host,
+    redact_error,
+)
 from ora_core.kernel.errors import OraError, UsageError
 
 MARKS = {"OK": "✓", "PASS": "✓", "FAIL": "✗", "BROKEN": "✗", "DEGRADED": "!", "SKIPPED": "-"}
@@ -109,7 +120,10 @@ def register(app: typer.Typer) -> None:
             prompt = check_prompt(read_prompt(prompt, prompt_file))
         except UsageError as exc:
             raise fail(str(exc), code=EXIT_USAGE) from None
-        ora = Ora(host=get_host(), config=get_config())
+        try:
+            ora = Ora(host=get_host(), config=get_config())  # plugin and backend options checked here
+        except OraError as exc:
+            raise fail(str(exc)) from None
         if inject:
             try:
                 resolve_injector(ora.host, inject)
@@ -129,7 +143,7 @@ def register(app: typer.Typer) -> None:
         except OraError as exc:
             raise fail(str(exc)) from None
         if as_json:
-            typer.echo(result.model_dump_json(indent=2))
+            echo(result.model_dump_json(indent=2))
         else:
             print_result(result)
         if result.status == "needs_clarification":
@@ -144,10 +158,10 @@ def ask_clarification(result: Any) -> Any:
     stays ``needs_clarification``. An answer that is not an option is asked again, up to three times."""
     from ora_core.engine.app import JUST_ANSWER, answer_clarification
 
-    typer.echo(result.question, err=True)
+    echo_err(result.question)
     for i, mode in enumerate(result.options, 1):
-        typer.echo(f"  {i}. {mode}", err=True)
-    typer.echo(f"  {len(result.options) + 1}. {JUST_ANSWER}", err=True)
+        echo_err(f"  {i}. {mode}")
+    echo_err(f"  {len(result.options) + 1}. {JUST_ANSWER}")
     for _ in range(3):
         try:
             reply = input("Your choice: ")
@@ -156,7 +170,7 @@ def ask_clarification(result: Any) -> Any:
         try:
             return answer_clarification(result, reply)
         except UsageError as exc:
-            typer.echo(f"ora: {exc}", err=True)
+            echo_err(f"ora: {exc}")
     return None
 
 
@@ -169,30 +183,30 @@ async def _consume(ora: Any, prompt: str, progress: bool, **options: Any) -> Any
         if progress:
             line = progress_line(event)
             if line is not None:
-                print(line, file=sys.stderr, flush=True)
+                print(redact_error(line), file=sys.stderr, flush=True)
     assert result is not None
     return result
 
 
 def print_result(result: Any) -> None:
     if result.status == "needs_clarification":
-        typer.echo(f"Clarification needed: {result.question}")
+        echo(f"Clarification needed: {result.question}")
     elif result.answer:
-        typer.echo(result.answer)
+        echo(result.answer)
     if result.diagnostic:
-        typer.echo("Diagnostic:\n" + json.dumps(result.diagnostic, indent=2), err=True)
-    typer.echo("")
-    typer.echo(f"status: {result.status}   mode: {result.mode or '-'}   gear: {result.gear or '-'}")
+        echo_err("Diagnostic:\n" + json.dumps(result.diagnostic, indent=2))
+    echo("")
+    echo(f"status: {result.status}   mode: {result.mode or '-'}   gear: {result.gear or '-'}")
     if result.verdicts:
-        typer.echo("verification: " + ", ".join(f"{step} {v}" for step, v in result.verdicts.items()))
+        echo("verification: " + ", ".join(f"{step} {v}" for step, v in result.verdicts.items()))
     if result.contingencies:
-        typer.echo("contingencies: " + ", ".join(dict.fromkeys(result.contingencies)))
+        echo("contingencies: " + ", ".join(dict.fromkeys(result.contingencies)))
     if result.signals:
         counts: dict[str, int] = {}
         for signal in result.signals:
             key = f"{signal.detector}:{signal.name}"
             counts[key] = counts.get(key, 0) + 1
-        typer.echo("signals: " + ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items()))
+        echo("signals: " + ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items()))
     if result.tracing_degraded:
-        typer.echo("tracing: degraded (see stderr)")
-    typer.echo(f"trace: {result.trace_path or '(none written)'}")
+        echo("tracing: degraded (see stderr)")
+    echo(f"trace: {result.trace_path or '(none written)'}")

@@ -13,6 +13,10 @@
 Overrides given to ``Ora.open`` apply over the configuration file and the environment, as nested
 tables (``trace={"root": "/tmp/traces"}``) or dotted / double-underscore keys
 (``**{"pipeline.best_guess": True}``, ``pipeline__best_guess=True``).
+
+What ``run``/``arun``/``stream`` hand back carries no secret of the configuration: the result (its
+diagnostic also scrubbed of credential shapes) and an ``OraError`` raised out of a turn pass the
+runtime's ``Redactor``; the events are the trace's, redacted before any listener sees them.
 """
 
 from __future__ import annotations
@@ -25,10 +29,11 @@ from typing import Any
 from ora_core.engine.events import TurnFinished, from_trace
 from ora_core.engine.routing import JUST_ANSWER_MODE
 from ora_core.engine.runner import Runtime, run_turn_async
-from ora_core.kernel.config import ResolvedConfig, deep_merge, load_config
-from ora_core.kernel.errors import UsageError
+from ora_core.kernel.config import ResolvedConfig, check_options, deep_merge, load_config
+from ora_core.kernel.errors import OraError, UsageError
 from ora_core.kernel.models import ClarificationAnswer, TurnResult
 from ora_core.kernel.plugins import PluginHost
+from ora_core.kernel.redaction import Redactor, redact_exception
 
 
 def nest_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -84,10 +89,15 @@ class Ora:
     """Loaded plugins plus a resolved configuration: run turns on them.
 
     Build one with ``Ora.open()`` (as the CLI does) or, embedding Ora with plugins of your own,
-    ``Ora(host=..., config=...)`` from a ``PluginHost`` and a ``ResolvedConfig``.
+    ``Ora(host=..., config=...)`` from a ``PluginHost`` and a ``ResolvedConfig``. Either checks the
+    plugin tables and backend options against the models the plugins declare (a ``ConfigError`` on
+    any error); ``options_warnings`` keeps the tables passed on unchecked.
     """
 
     def __init__(self, *, host: PluginHost, config: ResolvedConfig, stderr: Any = None) -> None:
+        # Plugin tables and backend options against the models the plugins declare: every error at
+        # once, as a ConfigError naming the source, the table and the key, before anything runs.
+        self.options_warnings = check_options(config, host)
         runtime_args: dict[str, Any] = {"host": host, "resolved": config}
         if stderr is not None:
             runtime_args["stderr"] = stderr
@@ -98,7 +108,8 @@ class Ora:
              **overrides: Any) -> Ora:
         """Load the plugins (the ``ora`` entry points, failures isolated and recorded) and the
         configuration (``config``, else ``$ORA_CONFIG``, ``./ora.toml``, the user config dir, over the
-        bundled default), with ``overrides`` applied last. Raises ``ConfigError`` on a malformed one."""
+        bundled default), with ``overrides`` applied last. Raises ``ConfigError`` on a malformed one,
+        and on a plugin table or backend ``options`` that its plugin's declared model refuses."""
         if host is None:
             host = PluginHost()
             host.load_entrypoints()
@@ -126,9 +137,15 @@ class Ora:
             def observer(trace_event: Any) -> None:
                 for event in from_trace(trace_event):
                     on_event(event)
-        return await run_turn_async(self.runtime, prompt, conversation_id=conversation_id, mode=mode,
-                                    best_guess=best_guess, inject=inject, on_event=observer,
-                                    clarification=clarification)
+        redactor = self.runtime.redactor
+        try:
+            result = await run_turn_async(self.runtime, prompt, conversation_id=conversation_id, mode=mode,
+                                          best_guess=best_guess, inject=inject, on_event=observer,
+                                          clarification=clarification)
+        except OraError as exc:
+            redact_exception(exc, redactor)
+            raise
+        return redact_result(result, redactor)
 
     def run(self, prompt: str, **options: Any) -> TurnResult:
         """``arun`` on a new event loop (from synchronous code; inside a loop, await ``arun``)."""
@@ -178,6 +195,19 @@ class Ora:
             if item is not done:
                 yield item
         yield TurnFinished(turn_id=result.turn_id, at=_now(), result=result)
+
+
+def redact_result(result: TurnResult, redactor: Redactor) -> TurnResult:
+    """``result`` with the configuration's secrets replaced in every text it carries and credential
+    shapes scrubbed out of its diagnostic (error text); the same object when there is nothing to
+    replace."""
+    if not redactor.active:
+        if result.diagnostic:
+            diagnostic = redactor.error_data(result.diagnostic)
+            if diagnostic is not result.diagnostic:
+                result = result.model_copy(update={"diagnostic": diagnostic})
+        return result
+    return redactor.model(result, errors=("diagnostic",))
 
 
 def _now() -> Any:

@@ -6,7 +6,10 @@ anti-confabulation directive, records ``{role, promptKey, plannedProvider, plann
 effectiveProvider, effectiveModel, fallbackFlags, tokens, latency}`` in the turn, and walks the
 role's fallback chain (the planned backend's ``fallbacks``, followed transitively, each backend
 once) when a backend fails or is over its tokens-per-minute budget, flagging what ran instead.
-A failure of the whole chain raises the last ``BackendError``: it never becomes text.
+A failure of the whole chain raises the last ``BackendError``: it never becomes text. Each
+``BackendError`` has the turn's secrets replaced in its message and detail (``BackendError.redact``
+with ``turn.redactor``) before it is recorded, named in a contingency or raised: a key a server
+echoes back reaches neither the ledger nor an exception.
 
 What a plugin does wrong is a ``BackendError`` too: a backend that raises something else, returns
 something that is not a ``Completion``, or outlives its deadline is recorded by name and the
@@ -180,6 +183,9 @@ class BackendPool:
         self._inflight: dict[int, int] = {}
         self._close_when_idle: dict[int, tuple[str, Any]] = {}
         self._params: dict[str, tuple[BackendConfig, CompletionParams]] = {}
+        #: Close failures no trace has heard of yet (a close deferred to the end of another turn's
+        #: call, or an ``aclose`` without a recorder): the next ``aclose(recorder)`` records them.
+        self.close_failures: list[tuple[str, str]] = []
 
     def settings(self, name: str) -> BackendConfig:
         try:
@@ -262,22 +268,51 @@ class BackendPool:
         del self._inflight[key]
         return self._close_when_idle.pop(key, None)
 
-    async def _close(self, name: str, backend: Any) -> None:
+    async def _close(self, name: str, backend: Any, recorder: Any = None) -> None:
         closer = getattr(backend, "aclose", None)
         if closer is None:
             return
         try:
             await closer()
         except Exception as exc:  # noqa: BLE001 - closing must not break the turn; reported by name
-            print(f"ora: closing backend {name!r} failed: {type(exc).__name__}: {exc}",
-                  file=self.stderr or sys.stderr)
+            message = f"closing backend {name!r} failed: {type(exc).__name__}: {exc}"
+            print(f"ora: {message}", file=getattr(recorder, "stderr", None) or self.stderr or sys.stderr)
+            if recorder is not None:
+                _record_close_failure(recorder, name, message)
+            else:
+                self.close_failures.append((name, message))
 
-    async def aclose(self) -> None:
+    async def aclose(self, recorder: Any = None) -> None:
+        """Close every idle backend (a busy one when its call ends). A close that fails is said on
+        stderr and, with ``recorder`` (the turn, or a ``StandaloneContext``), named as a
+        ``backend-close-failed`` contingency; failures no recorder heard of yet are recorded too."""
+        if recorder is not None:
+            pending, self.close_failures = self.close_failures, []
+            for name, message in pending:
+                _record_close_failure(recorder, name, f"{message} (after an earlier call; recorded here)")
         for name, backend in list(self._built.items()):
             if self._inflight.get(id(backend)):
                 self._close_when_idle[id(backend)] = (name, backend)
             else:
-                await self._close(name, backend)
+                await self._close(name, backend, recorder)
+
+
+CLOSE_FAILED = "backend-close-failed"
+
+
+def _record_close_failure(recorder: Any, name: str, message: str) -> None:
+    recorder.contingency(CLOSE_FAILED, "turn", message, severity="warning", backend=name)
+
+
+def _record_warnings(turn: Any, where: str, role: str, name: str, completion: Completion) -> None:
+    """``Completion.warnings`` as ``<step>-backend-warning`` contingencies, each once per turn."""
+    seen = turn.data.setdefault("backend_warnings", set())
+    for warning in completion.warnings:
+        if (name, warning) in seen:
+            continue
+        seen.add((name, warning))
+        turn.contingency(f"{where}-backend-warning", where, warning, severity="warning", role=role, backend=name,
+                         provider=completion.provider, model=completion.model)
 
 
 def _plugin_fault(name: str, settings: BackendConfig, exc: BaseException) -> BackendError:
@@ -333,6 +368,7 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
     planned_name, planned = pool.planned(role)
     chain = pool.chain(planned_name)
     where = step or role
+    redactor = getattr(turn, "redactor", None)
     flags: list[str] = []
     last_error: BackendError | None = None
     for position, name in enumerate(chain):
@@ -367,6 +403,8 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
         try:
             completion = await _complete(pool, name, settings, list(messages), params)
         except BackendError as exc:
+            if redactor is not None:
+                exc.redact(redactor)
             record = ModelCallRecord(role=role, prompt_key=prompt_key, planned_provider=planned.type,
                                      planned_model=planned.model, fallback_flags=list(flags),
                                      latency_s=time.perf_counter() - start, effective_provider=settings.type,
@@ -384,6 +422,8 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
         record = _success_record(role, prompt_key, planned, list(flags),
                                  completion.latency_s or (time.perf_counter() - start), completion)
         turn.record_call(record, step=step)
+        if completion.warnings:
+            _record_warnings(turn, where, role, name, completion)
         return completion
     assert last_error is not None
     raise last_error

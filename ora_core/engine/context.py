@@ -26,6 +26,15 @@ chunk sits inside a data fence (``fenced``): ``<data ID>[provenance]`` ... ``</d
 ID is a random per-turn word (``fence_id``) and any ``<data``/``</data`` inside the chunk is
 neutralised, so a chunk can neither close its fence nor open a fake one; the evidence block says
 once, ahead of everything else of the package, that fenced text is evidence, never instructions.
+
+A target backend on the ``compact`` prompt profile (``ora_core.engine.profiles``) gets its evidence
+fitted to its budget before the budget signals are computed (``fit_evidence``): at most
+``CompactFit.k_per_stream`` chunks per stream (the highest scored; the others dropped by id) and
+each kept chunk cut at a sentence end to its share of ``CompactFit.evidence_tokens`` (marked
+``[…]`` in the text, ``provenance.extra["fitted"]`` with the sizes). The fit, with its numbers and
+the per-step ``max_tokens`` of the profile, is budget signal 4 (``hardware_constraint``) and the
+step output's ``evidence_fit``: never silent. What was cut is what every later step, verifiers
+included, sees: an answer is checked against the evidence its model was given.
 """
 
 from __future__ import annotations
@@ -37,8 +46,11 @@ import secrets
 import time
 from typing import Any
 
-from ora_core.engine import faults
-from ora_core.engine.prompts import ANTI_CONFABULATION_DIRECTIVE, assumptions_block, evidence_fence_note
+from pydantic import BaseModel, ConfigDict, Field
+
+from ora_core.engine import faults, profiles
+from ora_core.engine.profiles import ProfileName
+from ora_core.engine.prompts import assumptions_block, directive, evidence_fence_note
 from ora_core.kernel.models import (
     BUDGET_SIGNAL_NAMES,
     BudgetReport,
@@ -67,6 +79,12 @@ CHUNK_KEY = "chunk"  # ctx.data key: the chunk the context_package detectors are
 FENCE_KEY = "evidence_fence"  # turn.data key: this turn's fence ID
 _SYLLABLES = tuple(c + v for c in "bdfgklmnprstvz" for v in "aeiou")  # 70: 4 of them, ~24 million IDs
 _FENCE_TAG = re.compile(r"<(?=\s*/?\s*data\b)", re.IGNORECASE)
+#: A sentence end (., !, ? with any closing quote or bracket) before white space, or a line end.
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*(?=\s)|\n")
+CUT_MARK = " […]"
+#: A cut keeps at least this share of its limit (a chunk whose first sentence end comes earlier is
+#: cut at a word instead of being left as its title line).
+MIN_CUT_SHARE = 0.4
 
 
 def estimate_tokens(text: str) -> int:
@@ -184,8 +202,107 @@ def screen_chunks(turn: Any, chunks: list[Chunk], *, step: str, contingency: str
     return out
 
 
+class FittedChunk(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    stream: str
+    source: str
+    tokens_before: int = 0
+    tokens_after: int = 0
+
+
+class EvidenceFit(BaseModel):
+    """What the compact prompt profile did to a turn's evidence (budget signal 4, with its numbers)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    profile: ProfileName
+    backend: str
+    model: str
+    context_window: int
+    prompt_tokens_per_s: float
+    evidence_tokens: int  # the evidence budget: min(window share, speed x seconds)
+    k_per_stream: int
+    chunk_tokens: int  # the longest a kept chunk's text may be
+    dropped: list[FittedChunk] = Field(default_factory=list)  # past k_per_stream, lowest scored
+    cut: list[FittedChunk] = Field(default_factory=list)  # cut at a sentence end to chunk_tokens
+    configured_max_tokens: int
+    max_tokens: dict[str, int] = Field(default_factory=dict)  # per step kind, for steps this backend serves
+
+    def detail(self) -> str:
+        fit = profiles.COMPACT_FIT
+        dropped = ", ".join(f"{c.id} ({c.stream})" for c in self.dropped) or "none"
+        cut = ", ".join(f"{c.id} {c.tokens_before}->{c.tokens_after}" for c in self.cut) or "none"
+        caps = ", ".join(f"{k} {v}" for k, v in self.max_tokens.items())
+        return (f"prompt profile {self.profile!r} for backend {self.backend!r} ({self.model or 'model'}, "
+                f"{self.context_window}-token window, ~{self.prompt_tokens_per_s:g} prompt tokens/s assumed): "
+                f"evidence fitted to ~{self.evidence_tokens} tokens (min of {fit.evidence_window_share:g} x window "
+                f"and {fit.evidence_seconds:g} s x speed): at most {self.k_per_stream} chunk(s) per stream "
+                f"(dropped {len(self.dropped)}: {dropped}), each at most ~{self.chunk_tokens} tokens, cut at a "
+                f"sentence end (cut {len(self.cut)}: {cut}); max_tokens per step kind {caps} "
+                f"(configured {self.configured_max_tokens})")
+
+
+def cut_at_sentence(text: str, max_chars: int) -> str:
+    """``text`` cut to at most ``max_chars`` at its last sentence end (or line end) within them,
+    else at its last word boundary; unchanged when it fits."""
+    if len(text) <= max_chars:
+        return text
+    ends = [m.end() for m in _SENTENCE_END.finditer(text, 0, max_chars + 1) if m.end() <= max_chars]
+    ends = [e for e in ends if e >= max_chars * MIN_CUT_SHARE]
+    if ends:
+        return text[:ends[-1]].rstrip()
+    head = text[:max_chars]
+    space = head.rfind(" ")
+    return (head[:space] if space > 0 else head).rstrip()
+
+
+def fit_evidence(config: Any, retrievals: dict[str, Retrieval], role: str) -> EvidenceFit | None:
+    """Fit the retrieved chunks to a ``compact`` target backend's budget (in place); None, and
+    nothing changed, under ``full``. See the module docstring."""
+    backend = getattr(config.roles, role)
+    if profiles.profile_of(config, backend) != "compact":
+        return None
+    settings = config.backends[backend]
+    fit = profiles.COMPACT_FIT
+    budget = fit.evidence_tokens(settings.context_window)
+    dropped: list[FittedChunk] = []
+    for stream, retrieval in retrievals.items():
+        ranked = sorted(retrieval.chunks, key=lambda c: -(c.provenance.score * c.provenance.weight))
+        keep = {c.id for c in ranked[:fit.k_per_stream]}
+        dropped += [FittedChunk(id=c.id, stream=stream, source=c.provenance.source,
+                                tokens_before=estimate_tokens(c.text)) for c in retrieval.chunks if c.id not in keep]
+        retrieval.chunks = [c for c in retrieval.chunks if c.id in keep]
+    kept = sum(len(r.chunks) for r in retrievals.values())
+    chunk_tokens = max(fit.min_chunk_tokens, budget // max(kept, 1) - fit.fence_tokens)
+    cut: list[FittedChunk] = []
+    limit = chunk_tokens * 4 - len(CUT_MARK)
+    for stream, retrieval in retrievals.items():
+        chunks = []
+        for chunk in retrieval.chunks:
+            before = estimate_tokens(chunk.text)
+            if before > chunk_tokens:
+                text = cut_at_sentence(chunk.text.strip(), limit) + CUT_MARK
+                record = FittedChunk(id=chunk.id, stream=stream, source=chunk.provenance.source,
+                                     tokens_before=before, tokens_after=estimate_tokens(text))
+                cut.append(record)
+                p = chunk.provenance
+                extra = {**p.extra, "fitted": {"profile": "compact", "tokens_before": before,
+                                               "tokens_after": record.tokens_after}}
+                chunk = chunk.model_copy(update={"text": text, "provenance": p.model_copy(update={"extra": extra})})
+            chunks.append(chunk)
+        retrieval.chunks = chunks
+    caps = {kind: min(cap, settings.max_tokens) for kind, cap in fit.max_tokens.items()}
+    return EvidenceFit(profile="compact", backend=backend, model=settings.model,
+                       context_window=settings.context_window, prompt_tokens_per_s=fit.prompt_tokens_per_s,
+                       evidence_tokens=budget, k_per_stream=fit.k_per_stream, chunk_tokens=chunk_tokens,
+                       dropped=dropped, cut=cut, configured_max_tokens=settings.max_tokens, max_tokens=caps)
+
+
 def _budget(runtime: Any, package_text: str, chunks: list[Any], requested_gear: int,
-            missing: list[str], failures: list[RagFailure]) -> tuple[BudgetReport, set[str]]:
+            missing: list[str], failures: list[RagFailure],
+            fit: EvidenceFit | None = None) -> tuple[BudgetReport, set[str]]:
     config = runtime.config
     role = "direct" if requested_gear <= 1 else "analyst"
     backend_name = getattr(config.roles, role)
@@ -213,15 +330,19 @@ def _budget(runtime: Any, package_text: str, chunks: list[Any], requested_gear: 
         signals.append(BudgetSignal(code=3, name=BUDGET_SIGNAL_NAMES[3],
                                     detail=f"guidance and prompt alone need ~{total} tokens; the "
                                            f"window leaves {available} for input"))
+    hardware = []
     if requested_gear >= 2 and window < ANALYTICAL_MIN_WINDOW:
-        signals.append(BudgetSignal(code=4, name=BUDGET_SIGNAL_NAMES[4],
-                                    detail=f"backend {backend_name!r} has a {window}-token window; "
-                                           f"gear {requested_gear} needs {ANALYTICAL_MIN_WINDOW}"))
+        hardware.append(f"backend {backend_name!r} has a {window}-token window; "
+                        f"gear {requested_gear} needs {ANALYTICAL_MIN_WINDOW}")
+    if fit is not None:
+        hardware.append(fit.detail())
+    if hardware:
+        signals.append(BudgetSignal(code=4, name=BUDGET_SIGNAL_NAMES[4], detail="; ".join(hardware)))
     if missing or failures:
         lost = sorted(set(missing) | {f.stream for f in failures})
         signals.append(BudgetSignal(code=5, name=BUDGET_SIGNAL_NAMES[5],
                                     detail=f"assembled without stream(s): {', '.join(lost)}"))
-    if requested_gear >= 4:
+    if requested_gear == 4:  # the cascade spawns cross-family analysts; gear 5 (debate) does not
         depth, breadth = config.backends[config.roles.depth], config.backends[config.roles.breadth]
         if (depth.type, depth.model) == (breadth.type, breadth.model) or (
                 depth.family and depth.family == breadth.family):
@@ -274,11 +395,14 @@ async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: s
                       empty_diagnosis=(retrieval.empty_diagnosis.model_dump(mode="json")
                                        if retrieval.empty_diagnosis else None))
         sections = {s: mode.section(s) for s in PROMPT_SECTIONS} if mode is not None else {}
-        package_text = "\n".join([ANTI_CONFABULATION_DIRECTIVE, assumptions_block(inferred_items),
+        role = "direct" if requested_gear <= 1 else "analyst"
+        fit = fit_evidence(config, retrievals, role)
+        profile = profiles.profile_of(config, getattr(config.roles, role))
+        package_text = "\n".join([directive(profile), assumptions_block(inferred_items, profile),
                                   evidence_fence_note(fence_id(turn)), cleaned_prompt, *sections.values()])
         chunks = [c for r in retrievals.values() for c in r.chunks]
         budget, dropped = _budget(runtime, package_text, chunks, requested_gear,
-                                  sorted(missing), failures)
+                                  sorted(missing), failures, fit)
         if dropped:
             for retrieval in retrievals.values():
                 before = len(retrieval.chunks)
@@ -304,6 +428,8 @@ async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: s
             s: (r.empty_diagnosis.model_dump(mode="json") if r.empty_diagnosis else None)
             for s, r in retrievals.items() if not r.chunks
         }
+        if fit is not None:
+            step.output["evidence_fit"] = fit.model_dump(mode="json")
         step.output["instruction_like"] = [
             {"source": c.provenance.source, "chunk_id": c.id,
              "rules": [m["name"] for m in c.provenance.extra[MARK_KEY]]}

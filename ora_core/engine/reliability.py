@@ -42,7 +42,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ora_core.engine import faults, supplement
+from ora_core.engine import faults, profiles, supplement
 from ora_core.engine.backends import call_role
 from ora_core.engine.prompts import DIRECTIVE_MARKER, build_turn_messages
 from ora_core.kernel.errors import BackendError
@@ -50,14 +50,10 @@ from ora_core.kernel.models import FaultPoint, ModelReply, ModelRequest, Signal,
 
 Band = Literal["high", "review", "low", "unreported"]
 
-CONFIDENCE_INSTRUCTION = """\
-## CONFIDENCE
-End your reply with one line of the form `CONFIDENCE: 0.00` to `CONFIDENCE: 1.00`: how far the
-package supports what you wrote (1.00 = every claim rests on it)."""
-
-QUOTE_INSTRUCTION = """\
-When you rely on the package word for word, quote it exactly, in double quotes or on a line
-starting with `> `; quotations are checked against the package."""
+#: The confidence and quotation instructions (full wording; ``profiles.CONFIDENCE`` / ``profiles.QUOTE``
+#: hold both wordings, and a step gets the one of the backend serving its role).
+CONFIDENCE_INSTRUCTION = profiles.CONFIDENCE.full
+QUOTE_INSTRUCTION = profiles.QUOTE.full
 
 #: Worked examples of acceptable output, threaded into the model judge's prompt (seed 003).
 GOLDEN_ANCHORS: tuple[dict[str, str], ...] = (
@@ -522,17 +518,19 @@ async def call_with_supplements(gc: Any, spec: StepSpec, state: StepState, packa
     """One answer from the model, through the supplement loop; raises ``BackendError``."""
     turn, config = gc.turn, gc.runtime.config
     cap = config.pipeline.max_supplements if spec.supplements else 0
+    profile = profiles.profile_of(config, gc.backend_for(spec.role))  # the wording of this step's texts
     calls = 0
     pending: supplement.SupplementRecord | None = None
     while True:
-        extra = [CONFIDENCE_INSTRUCTION, QUOTE_INSTRUCTION] if spec.purpose != "verifier" else []
+        extra = ([profiles.CONFIDENCE.text(profile), profiles.QUOTE.text(profile)]
+                 if spec.purpose != "verifier" else [])
         if spec.supplements:
-            extra.append(supplement.protocol_text(cap))
+            extra.append(supplement.protocol_text(cap, profile))
             if state.used >= cap and state.used > 0:
-                extra.append(supplement.coverage_gap_text(cap))
+                extra.append(supplement.coverage_gap_text(cap, profile))
         user = package + "".join(state.blocks)
         messages = build_turn_messages(turn, spec.task, user, extra_system="\n\n".join(extra),
-                                       context=spec.evidence)
+                                       context=spec.evidence, profile=profile)
         calls += 1
         try:
             text, completion = await _model_call(gc, spec, messages, attempt, calls, regenerating)
@@ -590,9 +588,12 @@ async def _model_call(gc: Any, spec: StepSpec, messages: list[Any], attempt: int
     if faults.active(gc.turn) is not None:
         point = model_call_point()
         faults.inject(gc.turn, point)
+    # The compact profile's reply cap for this kind of step (``profiles.CompactFit.max_tokens``,
+    # named in the context step's budget signal 4); None under ``full``.
+    cap = profiles.max_tokens_cap(gc.runtime.config, gc.backend_for(spec.role), spec.purpose)
     completion = await call_role(gc.turn, gc.pool, spec.role, messages,
                                  prompt_key=spec.prompt_key + (".regenerate" if regenerating else ""),
-                                 step=spec.name)
+                                 step=spec.name, max_tokens_cap=cap)
     if faults.active(gc.turn) is None:
         return completion.text, completion
     point = point or model_call_point()
@@ -638,9 +639,11 @@ RETRY_PHRASES = ("retry context negative feedback", "your previous attempt faile
 
 
 def control_texts(cap: int) -> tuple[str, ...]:
-    """The instructions the reliability layer adds to a step's prompt (never to be parroted)."""
-    return (CONFIDENCE_INSTRUCTION, QUOTE_INSTRUCTION, supplement.protocol_text(cap),
-            supplement.coverage_gap_text(cap))
+    """The instructions the reliability layer adds to a step's prompt (never to be parroted), in
+    both profiles' wordings: an echo of either is an echo."""
+    return tuple(text for profile in profiles.PROFILES
+                 for text in (profiles.CONFIDENCE.text(profile), profiles.QUOTE.text(profile),
+                              supplement.protocol_text(cap, profile), supplement.coverage_gap_text(cap, profile)))
 
 
 # --- a model step on a component's behalf -------------------------------------------------------

@@ -8,7 +8,7 @@ registry, and every boundary is a traced step. A bypass goes straight to Gear 1 
 ``simple`` mode; a pending clarification stops the turn with ``needs_clarification`` unless
 best-guess is on. A gear-1 mode chosen by pre-routing (``direct``, ``simple``) runs Gear 1 with the
 routing reason, recorded as ``verification: not-applicable``. Analytical modes run the gear
-their mode asks for (``gears.analyst``: 2, ``gears.sequential``: 3, ``gears.cascade``: 4) after
+their mode asks for (``gears.analyst``: 2, ``gears.sequential``: 3, ``gears.cascade``: 4, ``factcheck``: 5) after
 the context package passes its deterministic assertions (``context-assertions``). A step that halts (``StepHalted``: a
 probabilistic step out of retries, or a deterministic assertion) ends the turn ``halted`` with
 the full diagnostic.
@@ -30,6 +30,7 @@ from typing import IO, Any
 from ora_core.engine import faults
 from ora_core.engine.backends import BackendPool
 from ora_core.engine.context import assemble_context
+from ora_core.engine.factcheck import run_gear5
 from ora_core.engine.gears.analyst import run_gear2
 from ora_core.engine.gears.cascade import run_gear4
 from ora_core.engine.gears.common import GearContext
@@ -45,6 +46,7 @@ from ora_core.kernel.errors import ModeError, OraError
 from ora_core.kernel.models import ClarificationAnswer, ContextPackage, FaultPoint, TurnResult
 from ora_core.kernel.modes import STREAMS, ModeLibrary, load_modes
 from ora_core.kernel.plugins import PluginHost
+from ora_core.kernel.redaction import Redactor
 from ora_core.kernel.trace import TurnContext
 
 __all__ = ["DIRECT_TASK", "Runtime", "run_turn", "run_turn_async"]
@@ -59,6 +61,7 @@ class Runtime:
     stderr: IO[str] = field(default_factory=lambda: sys.stderr)
     _pool: BackendPool | None = None
     _modes: ModeLibrary | None = None
+    _redactor: Redactor | None = None
 
     @property
     def config(self) -> Any:
@@ -69,6 +72,14 @@ class Runtime:
         if self._pool is None:
             self._pool = BackendPool(self.config, self.host)
         return self._pool
+
+    @property
+    def redactor(self) -> Redactor:
+        """The configuration's secrets, as every output replaces them; rebuilt when an environment
+        variable a secret comes from (``api_key_env``) has changed since."""
+        if self._redactor is None or self._redactor.stale():
+            self._redactor = Redactor.for_config(self.resolved)
+        return self._redactor
 
     @property
     def modes(self) -> ModeLibrary:
@@ -98,8 +109,8 @@ class Runtime:
             host=self.host,
             conversation_id=conversation_id or self.config.pipeline.conversation_id,
             plugins=self.host.plugin_versions(),
-            secrets=self.resolved.secrets(),
             stderr=self.stderr,
+            redactor=self.redactor,
         )
 
 
@@ -179,7 +190,7 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
         result = TurnResult(status="halted", diagnostic={"error_class": type(exc).__name__,
                                                          "message": str(exc), "stack": stack})
     finally:
-        await runtime.pool.aclose()
+        await runtime.pool.aclose(turn)  # a close that fails is named in this turn's trace
         if turn.data.get("warmup") is not None:  # never leave a thread mid-import at exit
             if any(t.is_alive() for t in turn.data["warmup"].jobs.values()):  # no thread hop when all are done
                 await asyncio.to_thread(turn.data["warmup"].wait, WARMUP_JOIN_S)
@@ -243,7 +254,7 @@ async def _sequence(runtime: Runtime, turn: TurnContext, prompt: str, *, forced_
                           verdicts=dict(gc.verdicts))
 
 
-GEARS = {2: run_gear2, 3: run_gear3, 4: run_gear4}
+GEARS = {2: run_gear2, 3: run_gear3, 4: run_gear4, 5: run_gear5}
 CONTEXT_CHECK = "context-assertions"
 
 

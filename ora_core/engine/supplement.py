@@ -37,6 +37,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ora_core.engine import profiles
+from ora_core.engine.profiles import ProfileName
 from ora_core.kernel.models import Chunk, Retrieval, RetrievalFilters, Signal
 
 REQUEST_HEADING = "## SUPPLEMENTAL RAG REQUEST"
@@ -49,30 +51,17 @@ UNSUPPORTED_SPECIFICS_KINDS = frozenset({"unsupported_specifics", "specifics", "
 EVIDENCE_FLAG_KEYS = ("evidence_checked", "unsupported", "missing")
 
 
-def protocol_text(cap: int) -> str:
-    return f"""\
-## SUPPLEMENTAL RAG PROTOCOL
-When the task needs a factual claim, name, date, statistic or relationship that the package in
-front of you does not support and that you cannot verify, do not supply it from memory. Reply
-instead with only this block:
-
-{REQUEST_HEADING}
-Gap: <what is missing, in one sentence>
-Query terms: <the search terms that would find it>
-Why: <why the answer needs it>
-
-The orchestrator searches the knowledge vault and sends you the whole package again with a
-{RESULT_HEADING} block. You may ask at most {cap} time(s) in this step. Where the package
-still lacks what you need, write a {COVERAGE_GAP_HEADING} section naming what is missing
-instead of inventing it."""
+def protocol_text(cap: int, profile: ProfileName = "full") -> str:
+    """The protocol instructions every protocol step carries, in ``profile``'s wording
+    (``ora_core.engine.profiles.PROTOCOL``: both wordings carry the same rules and the request
+    block the parser reads)."""
+    return profiles.PROTOCOL.text(profile, cap=cap, request=REQUEST_HEADING, result=RESULT_HEADING,
+                                  gap=COVERAGE_GAP_HEADING)
 
 
-def coverage_gap_text(cap: int) -> str:
-    return f"""\
-## SUPPLEMENT CAP REACHED
-You have used all {cap} supplemental request(s) of this step. Do not emit another
-SUPPLEMENTAL RAG REQUEST. Complete the task from the package as it stands, and for every fact
-it still lacks write a {COVERAGE_GAP_HEADING} section naming what is missing. Do not invent it."""
+def coverage_gap_text(cap: int, profile: ProfileName = "full") -> str:
+    """The instruction added once the step's cap is used up, in ``profile``'s wording."""
+    return profiles.CAP_REACHED.text(profile, cap=cap, gap=COVERAGE_GAP_HEADING)
 
 
 class SupplementRequest(BaseModel):

@@ -26,11 +26,38 @@ class CommandContext:
 
     ``config()`` returns the ``ResolvedConfig`` in force (``--config``, ``$ORA_CONFIG``, ...);
     a malformed configuration fails the command with the error naming the file and field.
+    ``group(name)`` is the sub-command group ``ora <name>`` that several plugins share; it needs
+    ``app``, the root ``typer.Typer`` (the command line passes it).
     """
 
-    def __init__(self, host: Any, load_config: Callable[[], Any]) -> None:
+    def __init__(self, host: Any, load_config: Callable[[], Any], *, app: Any = None) -> None:
         self.host = host
         self._load_config = load_config
+        self._app = app
+        self._groups: dict[str, Any] = {}
+
+    def group(self, name: str, help: str = "") -> Any:  # noqa: A002 - typer's own word for it
+        """The ``typer.Typer`` of ``ora <name>``, shared: created and added to the root app on the first
+        request (``help`` is its help then), the same object for every later one, so two plugins'
+        commands land in one group whichever registers first. A group already on the root app under
+        that name is the one returned. ``PluginError`` when this context has no root app."""
+        found = self._groups.get(name)
+        if found is not None:
+            return found
+        if self._app is None:
+            from ora_core.kernel.errors import PluginError
+
+            raise PluginError(f"ora.group({name!r}): this CommandContext has no root app to add the group to "
+                              "(build it as CommandContext(host, load_config, app=cli))")
+        for info in getattr(self._app, "registered_groups", []):
+            if info.name == name and info.typer_instance is not None:
+                self._groups[name] = info.typer_instance
+                return info.typer_instance
+        import typer
+
+        found = self._groups[name] = typer.Typer(help=help or None, no_args_is_help=True)
+        self._app.add_typer(found, name=name)
+        return found
 
     def config(self) -> Any:
         try:

@@ -11,18 +11,20 @@ is an error with a did-you-mean. The hash of the resolved configuration goes int
 
 from __future__ import annotations
 
+import copy
 import difflib
 import hashlib
 import json
 import os
+import threading
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Self, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
-from ora_core.kernel.errors import ConfigError
+from ora_core.kernel.errors import ConfigError, PluginError
 
 DEFAULT_CONFIG_PATH = Path(__file__).with_name("default_config.toml")
 ENV_PREFIX = "ORA__"
@@ -37,6 +39,12 @@ ROLE_NAMES = (
     "verifier",
     "consolidator",
     "final_verifier",
+    "evidence",
+    "advocate",
+    "self_consistency",
+    "challenger",
+    "reconciler",
+    "validation",
 )
 
 
@@ -91,6 +99,10 @@ class BackendConfig(_Section):
     fallbacks: list[str] = Field(default_factory=list)  # other backend names, tried in order
     tokens_per_minute: int | None = Field(default=None, ge=1)
     options: dict[str, Any] = Field(default_factory=dict)  # backend-specific settings
+    # The wording of the prompts of every call this backend serves (ora_core.engine.profiles): "full",
+    # or "compact" (the same rules in fewer words, the evidence and max_tokens fitted to a small
+    # model's budget, named as budget signal 4 in the trace; never a step skipped).
+    prompt_profile: Literal["full", "compact"] = "full"
 
     def resolved_api_key(self) -> str | None:
         if self.api_key is not None:
@@ -113,6 +125,14 @@ class RolesConfig(_Section):
     verifier: str = "local"
     consolidator: str = "local"
     final_verifier: str = "local"
+    # The fact-check debate (gear 5, seed 002): evidence directions, first verdict, its re-runs,
+    # the challenge, the reconciliation and the validation, each its own slot.
+    evidence: str = "local"
+    advocate: str = "local"
+    self_consistency: str = "local"
+    challenger: str = "local"
+    reconciler: str = "local"
+    validation: str = "local"
 
 
 class StreamsConfig(_Section):
@@ -167,6 +187,79 @@ class PipelineConfig(_Section):
         return self
 
 
+#: Seed 002's source types and their classes: institutional evidence goes to the advocate, general
+#: evidence to the challenger.
+SEED_SOURCE_CLASSES: dict[str, Literal["institutional", "general"]] = {
+    "peer_reviewed_study": "institutional", "fact_check_report": "institutional",
+    "government_report": "institutional", "legal_document": "institutional",
+    "organization_report": "institutional",
+    "news_primary": "general", "news_secondary": "general", "expert_statement": "general", "other": "general",
+}
+
+
+class FactCheckConfig(_Section):
+    """The fact-check mode (gear 5): seed 002's knowledge-diversity controls (D5) with the seed's
+    values as defaults, and how the debate reads its evidence.
+
+    - Evidence sufficiency gate: fewer than ``min_items`` filtered items or fewer than
+      ``min_source_types`` distinct source types -> ``INSUFFICIENT_EVIDENCE`` (no debate call).
+    - Source-type partitioning: institutional items to the advocate, general ones to the
+      challenger, all to the reconciler and validation; the full pool to every role when either
+      side has fewer than ``partition_min_side`` items.
+    - ``evidence_pool_imbalance``: at least ``imbalance_min_directional`` directional items and
+      max(b, 1 - b) > ``imbalance_threshold`` (1.0 never fires).
+    - Contrarian retrieval after that warning: at most ``contrarian_max_queries`` inverted queries
+      (``contrarian_queries`` templates, no model call), skipped when the extra time would pass
+      ``runtime_ceiling`` x the baseline: ``baseline_runtime_s`` when set (a calibration run's
+      per-turn share of its canonical baseline), else the turn's projected runtime.
+    """
+
+    min_items: int = Field(default=3, ge=0)
+    min_source_types: int = Field(default=2, ge=0)
+    partition_min_side: int = Field(default=2, ge=0)
+    imbalance_threshold: float = Field(default=0.8, ge=0.5, le=1.0)
+    imbalance_min_directional: int = Field(default=3, ge=1)
+    contrarian: bool = True
+    contrarian_max_queries: int = Field(default=2, ge=0, le=10)
+    contrarian_queries: dict[Literal["supports", "contradicts"], list[str]] = Field(default_factory=lambda: {
+        "contradicts": ["evidence against the claim that {claim}", "{claim}: disputed, refuted, false"],
+        "supports": ["evidence for the claim that {claim}", "{claim}: confirmed, supported, true"],
+    })
+    runtime_ceiling: float = Field(default=0.15, ge=0.0)
+    baseline_runtime_s: float | None = Field(default=None, gt=0)
+    # Evidence: which streams count, the filter, the source-type classes, the directions.
+    evidence_streams: list[str] = Field(default_factory=lambda: ["concept", "web"])
+    min_item_chars: int = Field(default=40, ge=0)
+    source_classes: dict[str, Literal["institutional", "general"]] = Field(
+        default_factory=lambda: dict(SEED_SOURCE_CLASSES))
+    unmapped_source_class: Literal["institutional", "general"] = "general"  # the seed's ``other``
+    direction: Literal["model", "provenance"] = "model"
+    # The debate.
+    max_claims: int = Field(default=5, ge=1, le=50)
+    claims_from: Literal["prompt", "cleaned"] = "prompt"
+    self_consistency_runs: int = Field(default=2, ge=0, le=5)
+    spread_factors: list[tuple[float, float]] = Field(
+        default_factory=lambda: [(5.0, 1.0), (12.0, 0.9), (20.0, 0.7)])  # (spread <= pp, factor)
+    spread_factor_beyond: float = Field(default=0.4, ge=0.0, le=1.0)
+    spread_unknown_factor: float = Field(default=0.4, ge=0.0, le=1.0)
+    unverified_below_confidence: float = Field(default=40.0, ge=0.0, le=100.0)
+    validation: Literal["model+verifier", "verifier", "model"] = "model+verifier"
+
+    @model_validator(mode="after")
+    def _spread_steps_ascending(self) -> FactCheckConfig:
+        limits = [limit for limit, _ in self.spread_factors]
+        if limits != sorted(limits) or len(set(limits)) != len(limits):
+            raise ValueError(f"spread_factors must ascend by spread: {self.spread_factors}")
+        for limit, factor in self.spread_factors:
+            if limit < 0 or not 0.0 <= factor <= 1.0:
+                raise ValueError(f"spread_factors entry ({limit}, {factor}): spread >= 0, factor in 0..1")
+        for direction, templates in self.contrarian_queries.items():
+            for template in templates:
+                if "{claim}" not in template:
+                    raise ValueError(f"contrarian_queries.{direction}: {template!r} lacks '{{claim}}'")
+        return self
+
+
 class EmbeddingConfig(_Section):
     """Which registered embedder (``ora_register_embedders``) components use for vectors."""
 
@@ -175,9 +268,26 @@ class EmbeddingConfig(_Section):
 
 class PluginOptions(BaseModel):
     """Base of a plugin's ``[plugins.<name>]`` table: a plugin declares its options as a subclass,
-    so an unknown key or a wrong type is an error naming the table and the key."""
+    so an unknown key or a wrong type is an error naming the table and the key.
+
+    Declare it with ``ora_register_options`` (``register(MyOptions, table="name")``); read it with
+    ``ctx.options("name")`` or ``MyOptions.of(ctx, "name")`` (``ctx``: a turn, a standalone context, an
+    ``OraConfig`` or a ``ResolvedConfig``; works without a plugin host too). Either gives the
+    validated instance, the same one while the table does not change: treat it as read-only."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @classmethod
+    def of(cls, ctx: Any, table: str) -> Self:
+        """``[plugins.<table>]`` of ``ctx``'s configuration, validated as this model (defaults when
+        the table is absent); a ``ConfigError`` naming the table and each bad key otherwise."""
+        return plugin_options(ctx, table, cls)
+
+    @classmethod
+    def from_table(cls, raw: Any, table: str) -> Self:
+        """``raw`` (a table's mapping) validated as this model; ``table`` (e.g.
+        ``"backends.local.options"``) is what a ``ConfigError`` names."""
+        return validated_table(raw, table, cls)
 
 
 class ModesConfig(_Section):
@@ -193,6 +303,7 @@ class OraConfig(_Section):
     pipeline: PipelineConfig = Field(default_factory=PipelineConfig)
     modes: ModesConfig = Field(default_factory=ModesConfig)
     embedding: EmbeddingConfig = Field(default_factory=EmbeddingConfig)
+    fact_check: FactCheckConfig = Field(default_factory=FactCheckConfig)
     plugins: dict[str, dict[str, Any]] = Field(default_factory=dict)  # per-plugin free tables
 
 
@@ -206,13 +317,12 @@ class ResolvedConfig(BaseModel):
     hash: str
 
     def secrets(self) -> list[str]:
-        """Every secret value the configuration knows of, for redaction before writing."""
-        found: list[str] = []
-        for backend in self.config.backends.values():
-            key = backend.resolved_api_key()
-            if key and len(key) >= 4:
-                found.append(key)
-        return found
+        """Every secret value the configuration holds or references (API keys, credential headers,
+        URL passwords and credential query parameters, credential keys of plugin tables), each once:
+        ``ora_core.kernel.redaction.config_secrets``. The turn's ``Redactor`` replaces them."""
+        from ora_core.kernel.redaction import MIN_SECRET_CHARS, config_secrets
+
+        return list(dict.fromkeys(s.value for s in config_secrets(self.config) if len(s.value) >= MIN_SECRET_CHARS))
 
 
 def _load_toml(path: Path) -> dict[str, Any]:
@@ -377,6 +487,12 @@ def load_config(explicit: str | Path | None = None, env: Mapping[str, str] | Non
     return ResolvedConfig(config=config, sources=sources, hash=config_hash(config))
 
 
+def merge_layer(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``over`` merged onto ``base`` as ``load_config`` merges each layer of the configuration: key by
+    key, except that a backend table changing ``type`` replaces the base's (``ora_core.testing``)."""
+    return deep_merge(_drop_retyped_backends(base, over), over)
+
+
 def _drop_retyped_backends(base: dict[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
     """A ``[backends.<name>]`` table that changes ``type`` replaces the base table instead of
     merging into it: a local model's ``options`` mean nothing to an ``openai`` backend."""
@@ -416,12 +532,274 @@ def check_roles(config: OraConfig, source: str) -> None:
                                   field=f"backends.{name}.fallbacks")
 
 
+# --- options of plugins and backends ---------------------------------------------------------------
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class OptionsProblem(BaseModel):
+    """One thing wrong (``error``) or unchecked (``warning``) in a plugin's ``[plugins.<name>]``
+    table or a backend's ``options``: ``table`` is its dotted path, ``key`` the key inside it."""
+
+    severity: Literal["error", "warning"]
+    table: str
+    key: str = ""
+    message: str
+
+    @property
+    def field(self) -> str:
+        return f"{self.table}.{self.key}" if self.key else self.table
+
+    def line(self) -> str:
+        return f"[{self.table}] {self.key}: {self.message}" if self.key else f"[{self.table}] {self.message}"
+
+
+def forbids_extra_keys(model: Any) -> bool:
+    """``model`` is a pydantic model class that refuses unknown keys (what an options model must be)."""
+    return isinstance(model, type) and issubclass(model, BaseModel) and model.model_config.get("extra") == "forbid"
+
+
+def _model_in(annotation: Any) -> Any:
+    """The first pydantic model class inside ``annotation`` (``X | None``, ``list[X]``, ``dict[str, X]``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _model_in(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _keys_at(model: Any, loc: tuple[Any, ...]) -> list[str]:
+    """The keys valid where the last part of ``loc`` sits inside ``model``, for did-you-mean."""
+    current, parts, i = model, list(loc[:-1]), 0
+    while i < len(parts):
+        if not (isinstance(current, type) and issubclass(current, BaseModel)):
+            return []
+        field = current.model_fields.get(str(parts[i]))
+        if field is None:
+            return []
+        inner = [a for a in get_args(field.annotation) if a is not type(None)] or [field.annotation]
+        container = any(get_origin(a) in (list, dict, tuple, set, frozenset) for a in inner)
+        current = _model_in(field.annotation)
+        i += 2 if container else 1
+    if not (isinstance(current, type) and issubclass(current, BaseModel)):
+        return []
+    keys = list(current.model_fields)
+    keys += [f.alias for f in current.model_fields.values() if f.alias and f.alias not in keys]
+    return keys
+
+
+def table_problems(raw: Any, table: str, model: type[BaseModel]) -> list[OptionsProblem]:
+    """Every error of ``raw`` as ``model``: unknown keys (with a did-you-mean or the known keys), wrong
+    types and values (with the value), each naming ``table`` and the key."""
+    if not isinstance(raw, Mapping):
+        return [OptionsProblem(severity="error", table=table, message=f"must be a table, got {raw!r}")]
+    try:
+        model.model_validate(raw)
+    except ValidationError as exc:
+        problems = []
+        for err in exc.errors():
+            loc = tuple(err["loc"])
+            key = ".".join(str(p) for p in loc)
+            if err["type"] == "extra_forbidden":
+                known = _keys_at(model, loc)
+                close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.5)
+                hint = f"; did you mean {close[0]!r}?" if close else (
+                    f"; known keys: {', '.join(known)}" if known else "; this table takes no keys")
+                message = f"unknown key{hint}"
+            else:
+                got = err.get("input")
+                shown = f" (got {got!r})" if loc and not isinstance(got, (dict, list)) else ""
+                message = f"{err['msg']}{shown}"
+            problems.append(OptionsProblem(severity="error", table=table, key=key, message=message))
+        return problems
+    return []
+
+
+def _options_error(problems: list[OptionsProblem], source: str) -> ConfigError:
+    lines = [p.line() for p in problems]
+    message = lines[0] if len(lines) == 1 else f"{len(lines)} problems in plugin and backend options:\n  " + (
+        "\n  ".join(lines))
+    error = ConfigError(message, source=source)
+    error.field = problems[0].field
+    return error
+
+
+def validated_table(raw: Any, table: str, model: type[M], source: str = "") -> M:
+    """``raw`` validated as ``model``; a ``ConfigError`` naming ``table`` and every bad key otherwise."""
+    problems = table_problems(raw, table, model)
+    if problems:
+        raise _options_error(problems, source)
+    return model.model_validate(raw)
+
+
+_OPTIONS_CACHE: dict[tuple[str, type], tuple[Any, BaseModel]] = {}
+_OPTIONS_LOCK = threading.Lock()
+
+
+def _oraconfig(source: Any) -> Any:
+    """The ``OraConfig`` behind ``source``: a ctx (``.config``), a ``ResolvedConfig``, an ``OraConfig``."""
+    for _ in range(3):
+        if isinstance(source, OraConfig):
+            return source
+        inner = getattr(source, "config", None)
+        if inner is None:
+            return source
+        source = inner
+    return source
+
+
+def plugin_options(source: Any, table: str, model: type[M]) -> M:
+    """``[plugins.<table>]`` of ``source``'s configuration validated as ``model`` (its defaults when
+    the table is absent). Cached per table and model while the table's content stays the same, so
+    a component may ask on every call."""
+    plugins = getattr(_oraconfig(source), "plugins", None)
+    raw = plugins.get(table) if isinstance(plugins, Mapping) else None
+    raw = {} if raw is None else raw
+    cached = _OPTIONS_CACHE.get((table, model))
+    if cached is not None and cached[0] == raw:
+        return cached[1]  # type: ignore[return-value]
+    instance = validated_table(raw, f"plugins.{table}", model)
+    with _OPTIONS_LOCK:
+        _OPTIONS_CACHE[(table, model)] = (copy.deepcopy(raw), instance)
+    return instance
+
+
+def options_for(host: Any, config: Any, table: str) -> BaseModel:
+    """``ctx.options(table)``: ``[plugins.<table>]`` validated as the model a plugin declared for it
+    (``ora_register_options``); a ``PluginError`` when no loaded plugin declares that table."""
+    model = host.options_model(table) if host is not None else None
+    if model is None:
+        declared = sorted(host.options_models()) if host is not None else []
+        close = difflib.get_close_matches(table, declared, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else f" (declared: {', '.join(declared) or 'none'})"
+        raise PluginError(f"no loaded plugin declares the options of [plugins.{table}] "
+                          f"(ora_register_options){hint}")
+    return plugin_options(config, table, model)
+
+
+def options_source(resolved: Any, fields: Sequence[str] = ()) -> str:
+    """Which layer of the configuration in force set each of ``fields`` (dotted paths): the file,
+    the environment variable or the application overrides (the last layer that sets it wins), each
+    named once; where that cannot be told, every layer, as ``load_config`` names them."""
+    sources = list(getattr(resolved, "sources", None) or [])
+    found = [origin for origin in (_origin_of(sources, f) for f in fields) if origin]
+    if found and len(found) == len(fields):
+        return " + ".join(dict.fromkeys(found))
+    return " + ".join(sources[1:]) or (sources[0] if sources else "configuration")
+
+
+def _origin_of(sources: list[str], field: str) -> str | None:
+    parts = field.split(".")
+    for source in reversed(sources):
+        if source.startswith("environment ("):
+            for var in source[len("environment ("):-1].split(", "):
+                var_parts = [p.lower() for p in var.removeprefix(ENV_PREFIX).split("__") if p]
+                if var_parts and var_parts[:len(parts)] == parts[:len(var_parts)]:
+                    return var
+        elif source.startswith("application overrides ("):
+            if parts[0] in source[len("application overrides ("):-1].split(", "):
+                return "application overrides"
+        else:
+            path = DEFAULT_CONFIG_PATH if source.startswith("bundled default") else Path(source)
+            try:
+                node: Any = _load_toml(path)
+            except ConfigError:  # the file changed since it was loaded: the layer cannot be told
+                return None
+            for part in parts:
+                if not isinstance(node, dict):
+                    break
+                if part not in node:
+                    node = None
+                    break
+                node = node[part]
+            if node is not None:
+                return str(path)
+    return None
+
+
+def options_problems(resolved: Any, host: Any) -> list[OptionsProblem]:
+    """Every problem of the configuration's ``[plugins.<name>]`` tables and backends' ``options``
+    against what the loaded plugins declare (``ora_register_options``, ``factory.options_model``).
+
+    Errors: an unknown key or a bad value in a declared table; a table that names no installed plugin
+    (with a did-you-mean), when the host loaded its plugins from the entry points (else only when a
+    declared or registered name is close: a host of in-process plugins does not know what is
+    installed). Warnings (the table is passed on unchecked, and said so): a table of a plugin that
+    declares no model, is disabled or failed to load; the options of a backend type that declares no
+    model."""
+    config = _oraconfig(resolved)
+    problems: list[OptionsProblem] = []
+    declared = host.options_models()
+    records = host.records
+    for table in sorted(getattr(config, "plugins", {}) or {}):
+        raw = config.plugins[table]
+        where = f"plugins.{table}"
+        if table in declared:
+            problems += table_problems(raw, where, declared[table])
+            continue
+        record = records.get(table)
+        if record is not None:
+            if record.status == "disabled":
+                why = f"plugin {table!r} is {'; '.join(record.errors) or 'disabled'}"
+            elif record.status == "failed":
+                why = f"plugin {table!r} failed to load ({'; '.join(record.errors)})"
+            else:
+                why = f"plugin {table!r} declares no options model (ora_register_options)"
+            problems.append(OptionsProblem(severity="warning", table=where,
+                                           message=f"is not checked: {why}; its keys are passed on as written"))
+            continue
+        names = sorted(set(declared) | {r.name for r in records.values()})
+        close = difflib.get_close_matches(table, names, n=1, cutoff=0.6)
+        if close or getattr(host, "scanned", False):
+            hint = f"; did you mean {close[0]!r}?" if close else (
+                f" (installed: {', '.join(names)})" if names else " (no plugin is installed)")
+            problems.append(OptionsProblem(severity="error", table=where, message=f"names no installed plugin{hint}"))
+        else:
+            problems.append(OptionsProblem(
+                severity="warning", table=where,
+                message="is not checked: no plugin of this host (registered in process) has that name"))
+    for name in sorted(getattr(config, "backends", {}) or {}):
+        backend = config.backends[name]
+        where = f"backends.{name}.options"
+        try:
+            model = host.backend_options_model(backend.type)
+        except PluginError as exc:
+            problems.append(OptionsProblem(severity="error", table=where, message=str(exc)))
+            continue
+        if model is None:
+            if backend.options and backend.type in host.components("backend"):
+                problems.append(OptionsProblem(
+                    severity="warning", table=where,
+                    message=f"is not checked: backend type {backend.type!r} declares no options_model; "
+                            "its keys are passed on as written"))
+            continue  # a type no plugin registers is named when the backend is built
+        problems += table_problems(backend.options, where, model)
+    return problems
+
+
+def check_options(resolved: Any, host: Any) -> list[OptionsProblem]:
+    """``options_problems``: raise every error at once as one ``ConfigError`` naming the configuration
+    source, each table and key; return the warnings (for ``ora config show``, ``ora plugins list``)."""
+    problems = options_problems(resolved, host)
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        raise _options_error(errors, options_source(resolved, [p.field for p in errors]))
+    return [p for p in problems if p.severity == "warning"]
+
+
 ConfigFormat = Literal["toml", "json"]
 
 
 def render_config(resolved: ResolvedConfig, fmt: ConfigFormat = "toml") -> str:
-    """The resolved configuration as text, secrets masked."""
-    data = resolved.config.model_dump(mode="json", exclude_none=True)
+    """The resolved configuration as text, secrets masked: API keys, credential headers and keys,
+    URL passwords and credential query parameters (``redaction.mask_secrets``), and any configured
+    secret left in another value (``Redactor``)."""
+    from ora_core.kernel.redaction import Redactor, mask_secrets
+
+    data = mask_secrets(resolved.config.model_dump(mode="json", exclude_none=True))
+    data = Redactor.for_config(resolved).data(data)
     if fmt == "json":
         return json.dumps({"hash": resolved.hash, "sources": resolved.sources, "config": data}, indent=2)
     out: list[str] = [f"# config hash: {resolved.hash}"]

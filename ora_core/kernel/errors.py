@@ -2,9 +2,18 @@
 
 A backend failure is never returned as text (seed 000, failure #9): every backend raises a
 ``BackendError`` subclass carrying the provider, the model and the raw detail.
+
+Errors that carry what a server or a plugin said (``BackendError``, ``RetrievalError``,
+``VerifierError``) scrub credential shapes out of their message and detail when they are built
+(``redaction.scrub_shapes``: a key the server echoes back never becomes an exception's text), and
+``redact(redactor)`` replaces the configuration's own secrets in them where the kernel records them.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from ora_core.kernel.redaction import scrub_shapes
 
 
 class OraError(Exception):
@@ -51,8 +60,17 @@ class BackendError(OraError):
     ) -> None:
         self.provider = provider
         self.model = model
-        self.detail = detail
-        super().__init__(message)
+        self.detail = scrub_shapes(detail) if isinstance(detail, str) else detail
+        super().__init__(scrub_shapes(message) if isinstance(message, str) else message)
+
+    def redact(self, redactor: Any) -> BackendError:
+        """Replace ``redactor``'s secrets (and credential shapes) in the message and the detail, in
+        place; returns the error itself (the kernel does this before it records or raises one)."""
+        if self.args and isinstance(self.args[0], str):
+            self.args = (redactor.error_text(self.args[0]), *self.args[1:])
+        if isinstance(self.detail, str):
+            self.detail = redactor.error_text(self.detail)
+        return self
 
     def describe(self) -> dict[str, str]:
         """A JSON-ready description for traces and contingency logs."""
@@ -94,9 +112,16 @@ class BackendBadResponse(BackendError):
     kind = "bad_response"
 
 
-class RetrievalError(OraError):
+class _ScrubbedError(OraError):
+    """An error whose message may quote a server: credential shapes are scrubbed out of it."""
+
+    def __init__(self, message: Any = "", *args: Any) -> None:
+        super().__init__(scrub_shapes(message) if isinstance(message, str) else message, *args)
+
+
+class RetrievalError(_ScrubbedError):
     """A retriever failed; context assembly records it in ``rag-failures.jsonl``."""
 
 
-class VerifierError(OraError):
+class VerifierError(_ScrubbedError):
     """A verifier raised; the cascade records the verdict as BROKEN, never PASS."""

@@ -32,6 +32,7 @@ REGISTRY_HOOKS: dict[str, str] = {
     "ora_register_fault_injectors": "fault_injector",
     "ora_register_embedders": "embedder",
     "ora_register_probes": "probe_pack",
+    "ora_register_options": "options",
 }
 
 
@@ -128,6 +129,27 @@ def ora_register_probes(register: Callable[..., None]) -> None:
     on disk (``docs/probes.md``). A ``bench/`` subdirectory may hold the Markdown documents
     ``ora bench`` runs its matrix over. A directory that does not exist is refused, naming it; a
     probe id defined by two packs is reported as BROKEN, naming both files.
+    """
+
+
+@hookspec
+def ora_register_options(register: Callable[..., None]) -> None:
+    """Declare the options of a configuration table: ``register(Model)`` for the registering
+    plugin's own ``[plugins.<entry-point name>]`` table, ``register(Model, table="name")`` for
+    ``[plugins.name]`` (a plugin registered in process is named after its module: name the table).
+
+    ``Model`` is a pydantic model that forbids extra keys (subclass ``ora_core.api.PluginOptions``);
+    anything else is refused, and so is a table declared by two plugins (naming both). Called once
+    when plugins load. The kernel validates every declared table of the configuration before a turn
+    runs (``ora run``, ``Ora.open()``/``Ora(...)``, ``ora config show``): an unknown key or a wrong
+    type is a ``ConfigError`` naming the configuration source, the table and the key, with a
+    did-you-mean. Components read the validated instance with ``ctx.options("name")`` (or
+    ``Model.of(ctx, "name")``). A table whose plugin declares no model is passed on unchecked and
+    named as a warning by ``ora config show`` and ``ora plugins list``.
+
+    Backends declare theirs on the factory (``ora_register_backends``): ``factory.options_model``,
+    a model of ``[backends.<name>] options``, or for a ``LazyBackendFactory`` its ``"module:Class"``
+    target (``LazyBackendFactory(name, target, options=...)``), imported only to validate.
     """
 
 

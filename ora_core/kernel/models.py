@@ -81,6 +81,10 @@ class Completion(_Shape):
     finish_reason: str = ""
     cached: bool = False
     attempts: int = Field(default=1, ge=1)  # HTTP attempts the backend made (retries + 1)
+    # Fallbacks the backend took that did not stop the answer (a response cache it could not write, a
+    # model loaded slower than configured), one line each: the kernel names each in the turn's trace
+    # (a ``<step>-backend-warning`` contingency), as a backend has no turn to record them in.
+    warnings: list[str] = Field(default_factory=list)
 
 
 class ModelCallRecord(_Shape):
@@ -283,6 +287,261 @@ class TurnInfo(_Shape):
     plugins: dict[str, str] = Field(default_factory=dict)  # plugin name -> version
 
 
+# --- fact-check (seed 002: claim verification by debate, gear 5) --------------------------------
+
+#: The verdict bands of a truth percentage (>= 86 TRUE, >= 72 MOSTLY-TRUE, >= 58 LEANING-TRUE,
+#: >= 43 MIXED, >= 29 LEANING-FALSE, >= 15 MOSTLY-FALSE, else FALSE); a MIXED truth with a
+#: confidence under ``fact_check.unverified_below_confidence`` (40) is UNVERIFIED, and so is a claim
+#: the evidence sufficiency gate stopped.
+VerdictBand = Literal["TRUE", "MOSTLY-TRUE", "LEANING-TRUE", "MIXED", "UNVERIFIED", "LEANING-FALSE",
+                      "MOSTLY-FALSE", "FALSE"]
+EvidenceDirection = Literal["supports", "contradicts", "neutral"]
+SourceClass = Literal["institutional", "general"]
+
+#: Warning types of a fact-check turn that count as degradations (seed 002's C18 degradation rate:
+#: occurrences per 100 model calls): what went wrong with a model call, each counted once. Refusals
+#: are counted apart (type ``refusal``). What a degradation led to (``challenger_unavailable``,
+#: ``reconciler_unavailable``, ``self_consistency_unavailable``, ``directions_unavailable``) and
+#: the controls' own findings (``insufficient_evidence``, ``evidence_pool_imbalance``,
+#: ``contrarian_skipped``, ``reconciler_revert``) are warnings too, not counted here.
+FACT_CHECK_DEGRADATION_TYPES: tuple[str, ...] = (
+    "role_call_failed",  # the backend chain failed: no reply
+    "role_call_degraded",  # unhealthy after one regeneration (stub, loop, leaked tool call, refusal)
+    "role_call_halted",  # the reliability layer's retries ran out
+    "role_call_fallback",  # a call ran on a fallback backend (an error, or the tokens-per-minute guard)
+    "role_reply_unparsed",  # the reply did not carry the fields the role's format asks for
+    "validation_failed",  # grounding FAIL or BROKEN, or a direction check failed
+    "contrarian_retrieval_failed",  # a contrarian query's retriever failed (the run went on)
+)
+
+
+class EvidenceItem(_Shape):
+    """One item of a claim's evidence pool: a retrieved chunk with the ID the debate cites it by.
+
+    ``source_type`` is the chunk provenance's (``unknown`` when it has none); ``source_class`` its
+    class under ``fact_check.source_classes`` (seed 002: institutional or general).
+    ``direction_source`` says how the direction was obtained: ``model`` (the ``evidence`` role's
+    labelling call), ``provenance`` (``provenance.extra["direction"]``) or ``unlabelled`` (neither:
+    counted neutral, and named). ``search_strategy`` is ``contrarian`` for what the contrarian pass
+    found (``provenance.extra["searchStrategy"]``)."""
+
+    id: str
+    text: str
+    source: str
+    source_type: str = "unknown"
+    source_class: SourceClass = "general"
+    direction: EvidenceDirection = "neutral"
+    direction_source: Literal["model", "provenance", "unlabelled"] = "unlabelled"
+    search_strategy: Literal["research", "contrarian"] = "research"
+    stream: str = ""
+    chunk_id: str = ""
+    score: float = 0.0
+
+
+class EvidenceCounts(_Shape):
+    """A claim's evidence pool in numbers. ``support_ratio`` is supports / (supports + contradicts),
+    ``None`` when no item is directional (seed 002's stage flag reads that as 0.5);
+    ``distinct_source_types`` does not count ``unknown``."""
+
+    total: int = 0
+    by_source_type: dict[str, int] = Field(default_factory=dict)
+    by_source_class: dict[str, int] = Field(default_factory=dict)
+    distinct_source_types: int = 0
+    supports: int = 0
+    contradicts: int = 0
+    neutral: int = 0
+    unlabelled: int = 0  # also counted in ``neutral``
+    directional: int = 0
+    support_ratio: float | None = None
+    contrarian: int = 0
+
+
+class FactCheckWarning(_Shape):
+    """A warning of a claim (or of the turn): ``type`` (``evidence_pool_imbalance``,
+    ``contrarian_skipped``, ``reconciler_revert``, ``refusal``, or one of
+    ``FACT_CHECK_DEGRADATION_TYPES`` ...), a message, and how many times it occurred."""
+
+    type: str
+    message: str
+    occurrences: int = Field(default=1, ge=1)
+    role: str = ""
+    step: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class RoleReading(_Shape):
+    """What one verdict-giving role call (advocate, a self-consistency re-run, reconciler) said.
+    ``parsed`` False: the reply lacked a field its format asks for (``problem`` names it); the
+    numbers are then None, never a default."""
+
+    role: str
+    step: str
+    run: int = 0
+    status: str = ""  # the step's: ok | flagged | degraded | failed | halted
+    parsed: bool = False
+    problem: str = ""
+    truth_pct: float | None = None
+    confidence: float | None = None
+    cited_evidence_ids: list[str] = Field(default_factory=list)
+    invalid_evidence_ids: list[str] = Field(default_factory=list)  # cited, but not shown to the role
+    reasoning: str = ""
+
+
+class SelfConsistency(_Shape):
+    """The advocate's verdict and its re-runs: ``values`` (role step -> truth percentage, the
+    advocate first), ``spread_pp`` = max - min of them, and the factor confidence is scaled by
+    (``fact_check.spread_factors``). ``status``: measured (every re-run read), partial, unavailable
+    (none read: the spread is unknown and ``spread_unknown_factor`` applies), disabled (0 runs)."""
+
+    runs_requested: int
+    runs: list[RoleReading] = Field(default_factory=list)
+    values: dict[str, float] = Field(default_factory=dict)
+    spread_pp: float | None = None
+    factor: float
+    status: Literal["measured", "partial", "unavailable", "disabled"]
+
+
+class ChallengePoint(_Shape):
+    """One point of the challenger: which way the truth percentage should move, how much (high is
+    about 20 pp or more), its type and the evidence it cites. ``valid``: it cites at least one ID
+    of the evidence the challenger was shown; a move based on an invalid point is reverted."""
+
+    id: str
+    direction: Literal["higher", "lower"]
+    severity: Literal["high", "medium", "low"]
+    type: str
+    argument: str
+    evidence_ids: list[str] = Field(default_factory=list)
+    invalid_evidence_ids: list[str] = Field(default_factory=list)
+    valid: bool = False
+
+
+class PointResponse(_Shape):
+    """The reconciler's answer to one challenge point; ``reverted_pp``: the part of its move the
+    revert rule took back (the point cited no valid evidence)."""
+
+    point: str
+    accepted: bool
+    effect_pp: float | None = None
+    reason: str = ""
+    reverted_pp: float = 0.0
+
+
+class Reconciliation(_Shape):
+    """The reconciler's verdict before and after the revert rule."""
+
+    reading: RoleReading
+    responses: list[PointResponse] = Field(default_factory=list)
+    proposed_truth_pct: float | None = None
+    truth_pct: float | None = None
+    confidence: float | None = None
+    reverted_pp: float = 0.0
+    rule: str = ""  # how the revert was computed
+
+
+class ValidationReport(_Shape):
+    """The validation role's checks of the reconciled verdict: ``grounding`` by the project's
+    verifier (``verification.verifier``, the non-LLM grounding verifier by default) over the
+    reasoning against the claim's evidence; ``direction`` by a deterministic check of the truth
+    percentage against the cited items' directions; ``model_*`` by the ``validation`` role."""
+
+    grounding: Literal["PASS", "FAIL", "BROKEN", "SKIPPED"] = "SKIPPED"
+    grounding_verifier: str = ""
+    grounding_score: float | None = None
+    grounding_reasons: list[str] = Field(default_factory=list)
+    direction: Literal["consistent", "inconsistent", "undetermined"] = "undetermined"
+    direction_detail: str = ""
+    model_grounded: bool | None = None
+    model_direction_consistent: bool | None = None
+    model_issues: list[str] = Field(default_factory=list)
+    model_status: str = "skipped"  # ok | unparsed | failed | halted | skipped
+
+
+class EvidencePartition(_Shape):
+    """Which evidence IDs each debate role saw (seed 002 D5 source-type partitioning)."""
+
+    mode: Literal["partitioned", "full-pool"]
+    reason: str
+    advocate: list[str] = Field(default_factory=list)
+    challenger: list[str] = Field(default_factory=list)
+    reconciler: list[str] = Field(default_factory=list)
+    validation: list[str] = Field(default_factory=list)
+
+
+class ContrarianReport(_Shape):
+    """The contrarian pass of a claim: whether the imbalance warning triggered it, whether it ran
+    (or why it was skipped), its queries, and how many of its items survived the evidence filter."""
+
+    triggered: bool = False
+    ran: bool = False
+    skipped_reason: str = ""
+    seeking: EvidenceDirection | None = None
+    queries: list[str] = Field(default_factory=list)
+    retrieved: int = 0
+    survived: int = 0
+    dropped: dict[str, int] = Field(default_factory=dict)  # filter reason -> count
+    failures: list[str] = Field(default_factory=list)
+
+
+class ClaimVerdict(_Shape):
+    """The verdict on one claim. ``status``: ``verdict`` (the debate ran), ``insufficient_evidence``
+    (the gate stopped it: UNVERIFIED, truth 50, confidence 0, no debate call, weight 0) or
+    ``broken`` (no truth percentage could be computed: ``truth_pct`` is None, never a silent 50).
+    ``weight`` is what the claim counts in aggregates (its confidence / 100; 0 when insufficient or
+    broken). ``refusals`` and ``degradations`` are occurrences among the claim's ``llm_calls``."""
+
+    index: int
+    claim: str
+    status: Literal["verdict", "insufficient_evidence", "broken"]
+    truth_pct: float | None = None
+    confidence: float | None = None
+    verdict: VerdictBand | None = None
+    reasoning: str = ""
+    cited_evidence_ids: list[str] = Field(default_factory=list)
+    insufficient_evidence: bool = False
+    insufficient_reason: str = ""
+    broken_reason: str = ""
+    evidence: list[EvidenceItem] = Field(default_factory=list)
+    evidence_counts: EvidenceCounts = Field(default_factory=EvidenceCounts)
+    sources: list[str] = Field(default_factory=list)
+    warnings: list[FactCheckWarning] = Field(default_factory=list)
+    partition: EvidencePartition | None = None
+    contrarian: ContrarianReport | None = None
+    advocate: RoleReading | None = None
+    self_consistency: SelfConsistency | None = None
+    challenges: list[ChallengePoint] = Field(default_factory=list)
+    reconciliation: Reconciliation | None = None
+    validation: ValidationReport | None = None
+    weight: float = 0.0
+    counts_in_aggregates: bool = False
+    llm_calls: int = 0
+    refusals: int = 0
+    degradations: int = 0
+
+
+class FactCheckResult(_Shape):
+    """A fact-check turn's structured payload (``TurnResult.fact_check``).
+
+    ``article_truth_pct``: the weighted mean of the claims' truth percentages (weights: the claims'
+    ``weight``, which includes confidence; insufficient claims weigh 0). ``article_status``:
+    ``verdict``; ``non_informative`` (no claim carries weight, e.g. every claim insufficient: truth
+    50, confidence 0, UNVERIFIED); ``broken`` (a claim is broken, so no article value is given).
+    ``llm_calls`` counts every model call of the turn (the role ledger); ``refusals`` and
+    ``degradations`` are weighted occurrences over the claims' warnings (``degradation_types``)."""
+
+    claim_verdicts: list[ClaimVerdict] = Field(default_factory=list)
+    article_truth_pct: float | None = None
+    article_confidence: float | None = None
+    article_verdict: VerdictBand | None = None
+    article_status: Literal["verdict", "non_informative", "broken"] = "broken"
+    article_reason: str = ""
+    llm_calls: int = 0
+    refusals: int = 0
+    degradations: int = 0
+    degradation_types: list[str] = Field(default_factory=lambda: list(FACT_CHECK_DEGRADATION_TYPES))
+    settings: dict[str, Any] = Field(default_factory=dict)  # the [fact_check] section in force
+
+
 class TurnResult(_Shape):
     """What ``ora run`` returns (and prints with ``--json``)."""
 
@@ -301,6 +560,12 @@ class TurnResult(_Shape):
     runtime_role_models: list[ModelCallRecord] = Field(default_factory=list)
     signals: list[Signal] = Field(default_factory=list)  # every detector signal of the turn
     verdicts: dict[str, str] = Field(default_factory=dict)  # verification step -> PASS|FAIL|BROKEN
+    fact_check: FactCheckResult | None = None  # a fact-check turn's claims and article verdict
+
+    @property
+    def claim_verdicts(self) -> list[ClaimVerdict]:
+        """The fact-check payload's claims (empty for other turns)."""
+        return list(self.fact_check.claim_verdicts) if self.fact_check is not None else []
 
     # Serialised results carry a ``mismatch`` flag per role-ledger entry and an overall
     # ``runtime_role_models_mismatch`` (what ran differs from the resolved configuration); the

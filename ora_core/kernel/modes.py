@@ -51,7 +51,8 @@ REQUIRED_SECTIONS: tuple[str, ...] = (
     "CONSOLIDATION GUIDANCE",
     "OUTPUT FORMAT GUIDANCE",
 )
-KNOWN_GEARS = (1, 2, 3, 4)
+#: 1 direct, 2 single analyst, 3 sequential, 4 adversarial cascade, 5 fact-check debate (seed 002).
+KNOWN_GEARS = (1, 2, 3, 4, 5)
 STREAMS = ("concept", "conversation", "relationship", "web")
 
 _FRONT = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
@@ -112,7 +113,7 @@ def _example_prompts(value: list[str]) -> list[str]:
 
 class ModeFrontMatter(_Strict):
     name: str
-    gear: Literal[1, 2, 3, 4]
+    gear: Literal[1, 2, 3, 4, 5]
     title: str = ""
     description: str = ""
     signals: ModeSignals = Field(default_factory=ModeSignals)
@@ -210,7 +211,7 @@ def parse_mode_text(text: str, path: str, pack: str = "") -> tuple[Mode | None, 
             if err["type"] == "extra_forbidden":
                 message = "unknown key"
             elif field == "gear":
-                message = f"unknown gear {err.get('input')!r}; known gears: 1, 2, 3, 4"
+                message = f"unknown gear {err.get('input')!r}; known gears: {', '.join(map(str, KNOWN_GEARS))}"
             elif field.startswith("examples.") and err["type"] == "string_type":
                 value = err.get("input")
                 message = (f"every example must be a prompt (a string), got {type(value).__name__} "

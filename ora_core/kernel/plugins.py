@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import difflib
 import hashlib
+import importlib
 import inspect
 import json
 import os
@@ -317,6 +318,10 @@ class PluginHost:
         self.debug_hooks = self.env.get("ORA_DEBUG_HOOKS", "") == "1"
         self.debug_stream: Any = None  # where ORA_DEBUG_HOOKS writes (default: sys.stderr)
         self.entry_point_cache: EntryPointCache | None = None  # how the last scan was served
+        #: True once ``load_entrypoints`` ran: the host then knows what is installed (an options
+        #: table naming no plugin is an error, not only a warning: ``config.options_problems``).
+        self.scanned = False
+        self._backend_options: dict[str, tuple[Any, Any]] = {}  # type -> (factory, its options model)
 
     # --- loading -------------------------------------------------------------------------
 
@@ -329,6 +334,7 @@ class PluginHost:
         loaded: list[PluginRecord] = []
         found = cache.entry_points(group) if cache is not None else scan_entry_points(group)
         self.entry_point_cache = cache
+        self.scanned = True
         if cache is not None and self.debug_hooks:
             stream = self.debug_stream or sys.stderr
             stream.write(f"ora plugins: {cache.describe()}\n")
@@ -442,8 +448,12 @@ class PluginHost:
         hook = getattr(self.pm.hook, hook_name)
         impls = [i for i in hook.get_hookimpls() if i.plugin is plugin]
         for impl in impls:
-            def register(component: Any, *, name: str | None = None, _kind: str = kind) -> None:
-                self._add_component(record, _kind, component, name)
+            if kind == "options":  # register(Model, table=...): the table defaults to the plugin's name
+                def register(component: Any, *, table: str | None = None) -> None:
+                    self._add_options(record, component, table)
+            else:
+                def register(component: Any, *, name: str | None = None, _kind: str = kind) -> None:
+                    self._add_component(record, _kind, component, name)
 
             try:
                 self.call_impl(impl, hook_name, **({"register": register} if "register" in impl.argnames else {}))
@@ -453,6 +463,63 @@ class PluginHost:
                 self._record_failure(record, f"{hook_name} raised {_describe(exc)}", exc)
 
     # --- components ---------------------------------------------------------------------------
+
+    def _add_options(self, record: PluginRecord, model: Any, table: str | None) -> None:
+        """``ora_register_options``: ``model`` declares ``[plugins.<table>]`` (default: the plugin's name)."""
+        from ora_core.kernel.config import forbids_extra_keys
+
+        name = record.name if table is None else table
+        if not isinstance(name, str) or not name.strip():
+            message = f"plugin {record.name!r} declared options with table {table!r}: a table name must be text"
+            record.components.append(ComponentRecord(kind="options", name=str(table), plugin=record.name,
+                                                     status="refused", error=message))
+            self._record_failure(record, message, None)
+            return
+        if not forbids_extra_keys(model):
+            message = (f"options {name!r} (plugin {record.name!r}): {model!r} is not a pydantic model that forbids "
+                       "unknown keys; subclass ora_core.api.PluginOptions (extra='forbid')")
+            record.components.append(ComponentRecord(kind="options", name=name, plugin=record.name,
+                                                     status="refused", error=message))
+            self._record_failure(record, message, None)
+            return
+        self._add_component(record, "options", model, name)
+
+    def options_models(self) -> dict[str, Any]:
+        """Every declared ``[plugins.<table>]`` and its options model, by table name."""
+        return self.components("options")
+
+    def options_model(self, table: str) -> Any:
+        """The model a loaded plugin declared for ``[plugins.<table>]``, or None."""
+        comp = self.registry["options"].get(table)
+        return comp.obj if comp is not None and comp.status == "ok" else None
+
+    def backend_options_model(self, backend_type: str) -> Any:
+        """The options model the factory of ``backend_type`` declares (``options_model``: a model class,
+        or a ``"module:Class"`` target, imported here), None when it declares none or no usable plugin
+        registers the type. A target that cannot be imported or is no model that forbids unknown keys
+        is a ``PluginError`` naming the type, its plugin and the target."""
+        comp = self.registry["backend"].get(backend_type)
+        if comp is None or comp.status != "ok":
+            return None
+        cached = self._backend_options.get(backend_type)
+        if cached is not None and cached[0] is comp.obj:
+            return cached[1]
+        from ora_core.kernel.config import forbids_extra_keys
+
+        declared = getattr(comp.obj, "options_model", None)
+        model = declared
+        where = f"backend type {backend_type!r} (plugin {comp.plugin!r}) declares options_model {declared!r}"
+        if isinstance(declared, str):
+            module, _, attribute = declared.partition(":")
+            try:
+                model = getattr(importlib.import_module(module), attribute)
+            except Exception as exc:  # noqa: BLE001 - a plugin's broken declaration, named
+                raise PluginError(f"{where}, which cannot be imported: {_describe(exc)}") from exc
+        if model is not None and not forbids_extra_keys(model):
+            raise PluginError(f"{where}: not a pydantic model that forbids unknown keys "
+                              "(subclass ora_core.api.PluginOptions)")
+        self._backend_options[backend_type] = (comp.obj, model)
+        return model
 
     def _add_component(self, record: PluginRecord, kind: str, component: Any, name: str | None) -> None:
         if kind in ("mode_pack", "probe_pack"):  # packs are directories

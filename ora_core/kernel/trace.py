@@ -4,6 +4,10 @@ The kernel owns the API, not the storage: the on-disk forensic sink is a plugin.
 raises is isolated: reported once on stderr per sink and turn, marked in the result as
 ``tracing_degraded``, and the run goes on (seed 000 §4.3: a trace that crashes the system it
 instruments is worse than no trace at all).
+
+No sink sees a secret: the turn's ``Redactor`` (``kernel/redaction.py``, built from the configuration)
+replaces every configured secret in each event's data before the fan-out, and in the ``TurnInfo``
+the sinks are opened with. A turn whose configuration holds no secret pays nothing for it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from ora_core.kernel.models import (
     TurnResult,
     assembled,
 )
+from ora_core.kernel.redaction import Redactor
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
 _EVENT_KINDS = frozenset(get_args(EventKind))
@@ -74,6 +79,7 @@ class TurnContext:
         plugins: dict[str, str] | None = None,
         secrets: Sequence[str] = (),
         stderr: IO[str] | None = None,
+        redactor: Redactor | None = None,
     ) -> None:
         self.started_at = datetime.now(timezone.utc)
         self.turn_id = new_turn_id(self.started_at)
@@ -82,13 +88,16 @@ class TurnContext:
         self.config = config
         self.config_hash = config_hash
         self.host = host
-        self.secrets = tuple(s for s in secrets if s)
+        #: What replaces secrets in everything this turn hands out (events, errors, the result).
+        self.redactor = redactor if redactor is not None else Redactor(s for s in secrets if s)
+        self.secrets = tuple(dict.fromkeys([*(s for s in secrets if s), *self.redactor.secrets]))
+        self._redact_data = self.redactor.data if self.redactor.active else None
         self.stderr = stderr if stderr is not None else sys.stderr
         self.info = TurnInfo(
             turn_id=self.turn_id,
             conversation_id=self.conversation_id,
             started_at=self.started_at,
-            prompt=prompt,
+            prompt=self.redactor.text(prompt),
             config_hash=config_hash,
             plugins=dict(plugins or {}),
         )
@@ -120,7 +129,7 @@ class TurnContext:
         name = getattr(sink, "name", type(sink).__name__)
         if name in self._failed_sinks:
             return
-        message = f"{stage}: {type(exc).__name__}: {exc}"
+        message = self.redactor.error_text(f"{stage}: {type(exc).__name__}: {exc}")
         self._failed_sinks[name] = message
         print(f"ora: trace sink {name!r} failed ({message}); the run goes on without it",
               file=self.stderr)
@@ -155,13 +164,19 @@ class TurnContext:
         return self
 
     def redact(self, text: str) -> str:
-        for secret in self.secrets:
-            text = text.replace(secret, "[REDACTED]")
-        return text
+        """``text`` with every secret of the configuration replaced (``Redactor.text``)."""
+        return self.redactor.text(text)
 
     def embedder(self, name: str | None = None) -> Any:
         """The configured embedder (``[embedding] embedder``), or the one registered as ``name``."""
         return embedder_for(self.host, self.config, name)
+
+    def options(self, table: str) -> Any:
+        """``[plugins.<table>]`` validated as the model its plugin declared (``ora_register_options``),
+        cached while the table stays the same: ``ora_core.kernel.config.options_for``."""
+        from ora_core.kernel.config import options_for
+
+        return options_for(self.host, self.config, table)
 
     # --- events -----------------------------------------------------------------------------
 
@@ -171,6 +186,8 @@ class TurnContext:
         # per-event cost on the model-call path); anything unusual takes the validating path
         # and fails there as it always did.
         fast = kind in _EVENT_KINDS and type(step) is str and (step_index is None or type(step_index) is int)
+        if self._redact_data is not None:  # only a configuration with secrets pays for the scan
+            data = self._redact_data(data)
         with self._emit_lock:
             self._seq += 1
             if fast:
@@ -339,10 +356,11 @@ class StandaloneContext:
     kept in ``contingencies`` instead of a trace."""
 
     def __init__(self, config: Any, *, stderr: IO[str] | None = None, host: Any = None,
-                 secrets: Sequence[str] = ()) -> None:
+                 secrets: Sequence[str] = (), redactor: Redactor | None = None) -> None:
         self.config = config
         self.host = host
-        self.secrets = tuple(s for s in secrets if s)
+        self.redactor = redactor if redactor is not None else Redactor(s for s in secrets if s)
+        self.secrets = tuple(dict.fromkeys([*(s for s in secrets if s), *self.redactor.secrets]))
         self.stderr = stderr if stderr is not None else sys.stderr
         self.contingencies: list[Contingency] = []
         self.data: dict[str, Any] = {}
@@ -351,8 +369,15 @@ class StandaloneContext:
         """The configured embedder (``[embedding] embedder``), or the one registered as ``name``."""
         return embedder_for(self.host, self.config, name)
 
+    def options(self, table: str) -> Any:
+        """``[plugins.<table>]`` validated as the model its plugin declared, as ``TurnContext.options``."""
+        from ora_core.kernel.config import options_for
+
+        return options_for(self.host, self.config, table)
+
     def contingency(self, name: str, step: str, detail: str = "", *,
                     severity: str = "warning", **data: Any) -> Contingency:
+        detail, data = self.redactor.error_text(detail), self.redactor.data(data)
         record = Contingency(name=name, step=step, detail=detail, severity=severity, data=data)  # type: ignore[arg-type]
         self.contingencies.append(record)
         print(f"ora: {step}: {name}" + (f" ({detail})" if detail else ""), file=self.stderr)

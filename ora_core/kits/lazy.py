@@ -8,7 +8,11 @@ first time anything else is asked of it (``create``, or any other attribute), on
 
     @hookimpl
     def ora_register_backends(register):
-        register(LazyBackendFactory("openai", "ora_openai.backend:OpenAIFactory"))
+        register(LazyBackendFactory("openai", "ora_openai.backend:OpenAIFactory",
+                                    options="ora_openai.options:OpenAIOptions"))
+
+``options`` names the model of ``[backends.<name>] options`` (``options_model``), kept as its
+target: the kernel imports it (a light module) only to validate a configuration.
 """
 
 from __future__ import annotations
@@ -26,13 +30,20 @@ class LazyBackendFactory:
     #: Backends run on no pipeline layer and assume nothing of one (the kernel probes these at load).
     layer: str | None = None
     assumes: frozenset[str] = frozenset()
+    #: The ``"module:Class"`` of the model of this type's ``options`` (None: none declared); read by the
+    #: kernel without importing the real factory.
+    options_model: str | None = None
 
-    def __init__(self, name: str, target: str) -> None:
-        module, sep, attribute = target.partition(":")
-        if not sep or not module or not attribute:
-            raise ValueError(f"lazy target {target!r} must be 'module:attribute'")
+    def __init__(self, name: str, target: str, *, options: str | None = None) -> None:
+        for what in (target, options):
+            if what is None:
+                continue
+            module, sep, attribute = what.partition(":")
+            if not sep or not module or not attribute:
+                raise ValueError(f"lazy target {what!r} must be 'module:attribute'")
         self.name = name
         self.target = target
+        self.options_model = options
         self._real: Any = None
         self._lock = threading.Lock()
 
@@ -55,7 +66,7 @@ class LazyBackendFactory:
 
     def __getattr__(self, attribute: str) -> Any:
         # Only reached for attributes this proxy lacks: delegate to the real factory.
-        if attribute.startswith("__") or attribute in {"_real", "_lock", "target", "name"}:
+        if attribute.startswith("__") or attribute in {"_real", "_lock", "target", "name", "options_model"}:
             raise AttributeError(attribute)
         return getattr(self.resolve(), attribute)
 

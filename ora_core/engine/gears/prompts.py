@@ -4,7 +4,9 @@ Each step is a bounded call assembled here: the analysts never see the evaluator
 instructions, the evaluator never sees the consolidator's (seed 001). Every system prompt is
 built by ``ora_core.engine.prompts`` (the anti-confabulation directive and Phase A's assumptions come
 from there); the reliability layer adds the confidence line, quotation and Supplemental RAG
-protocol instructions.
+protocol instructions. The wording of every text here is the prompt profile's of the backend serving
+the step's role (``ora_core.engine.profiles``: ``full`` or ``compact``, the same rules in fewer words);
+the mode's guidance sections are the mode file's own words in both.
 """
 
 from __future__ import annotations
@@ -12,39 +14,17 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ora_core.engine import profiles
+from ora_core.engine.profiles import ProfileName
 from ora_core.engine.reliability import StepSpec
 
 #: The universal seven-section evaluation contract of Step 4 (seed 001).
-EVALUATION_SECTIONS: tuple[str, ...] = (
-    "UNSUPPORTED CLAIMS",
-    "SKIPPED INFERENTIAL STEPS",
-    "MISPLACED CONFIDENCE",
-    "CONFABULATED SPECIFICS",
-    "MISSING CONSIDERATIONS",
-    "CRITERIA CHECK",
-    "REQUIRED CHANGES",
-)
-_EVALUATION_HELP = {
-    "UNSUPPORTED CLAIMS": "claims the evidence package does not support",
-    "SKIPPED INFERENTIAL STEPS": "places where the reasoning jumps to a conclusion that does not follow",
-    "MISPLACED CONFIDENCE": "certainty the evidence does not warrant",
-    "CONFABULATED SPECIFICS": "names, dates, figures or quotations absent from the evidence",
-    "MISSING CONSIDERATIONS": "stakeholders, alternatives or boundary conditions left out",
-    "CRITERIA CHECK": "each of the mode's evaluation criteria: met or not, and where",
-    "REQUIRED CHANGES": "numbered, each one specific and actionable",
-}
-EVALUATION_CONTRACT = "Answer under exactly these seven headings, in this order (write 'None found.' " \
-    "under a heading with nothing to report):\n" + "\n".join(
-        f"## {i}. {name}\n<{_EVALUATION_HELP[name]}>" for i, name in enumerate(EVALUATION_SECTIONS, 1))
+EVALUATION_SECTIONS: tuple[str, ...] = profiles.EVALUATION_SECTIONS
+EVALUATION_CONTRACT = profiles.EVALUATION_CONTRACT.full
 
 ACCEPTED = "CRITICISMS ACCEPTED"
 REJECTED = "CRITICISMS REJECTED"
-REVISION_RECORD = f"""\
-After the revised analysis, record how you handled each criticism:
-## {ACCEPTED}
-- <criticism> — <what changed>
-## {REJECTED}
-- <criticism> — <why it does not hold>"""
+REVISION_RECORD = profiles.REVISION_RECORD.full
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(?:\d+\.\s*)?(?P<title>[^\n#]+?)\s*#*\s*$", re.MULTILINE)
 
@@ -66,7 +46,14 @@ def request_block(gc: Any) -> str:
     return f"## THE USER'S REQUEST (cleaned by Phase A)\n{gc.package.cleaned_prompt}"
 
 
+def profile_for(gc: Any, role: str) -> ProfileName:
+    """The prompt profile of the backend serving ``role`` in this turn."""
+    return profiles.profile_of(gc.runtime.config, gc.backend_for(role))
+
+
 def evidence_block(gc: Any) -> str:
+    """The turn's shared evidence, the same text under either profile (the compact profile fits the
+    chunks themselves, at context assembly): every step of the turn shares it as a prompt prefix."""
     return gc.evidence_block()
 
 
@@ -85,15 +72,13 @@ def package(gc: Any, *parts: str) -> str:
 
 def analyst_spec(gc: Any, *, name: str, role: str, kind: str, primary: bool, stream: str = "") -> StepSpec:
     """``kind``: depth | breadth (independent analysts) | single (gear 2, both guidances)."""
+    profile = profile_for(gc, role)
     if kind == "single":
-        head = (f"ROLE: ANALYST (gear {gc.gear}). Answer the user's request from the evidence package: "
-                "central question first, then the considerations a careful reader would raise.")
+        head = profiles.ANALYST.text(profile, gear=gc.gear)
         sections = ("DEPTH ANALYSIS GUIDANCE", "BREADTH ANALYSIS GUIDANCE", "OUTPUT FORMAT GUIDANCE")
     else:
         label = kind.upper()
-        head = (f"ROLE: {label} ANALYST (gear {gc.gear}). Work the user's request from the evidence package, "
-                "on your own: commit to your analysis; another model analyses the same request "
-                "independently and will critique yours.")
+        head = profiles.INDEPENDENT_ANALYST.text(profile, label=label, gear=gc.gear)
         sections = (f"{label} ANALYSIS GUIDANCE",)
     return _spec(gc, name=name, role=role, purpose="analyst", prompt_key=f"gear{gc.gear}.{kind}-analyst",
                     task=_task(head, gc, *sections), package=package(gc), stream=stream, primary=primary,
@@ -101,9 +86,7 @@ def analyst_spec(gc: Any, *, name: str, role: str, kind: str, primary: bool, str
 
 
 def breadth_review_spec(gc: Any, *, name: str, role: str, depth_text: str) -> StepSpec:
-    head = ("ROLE: BREADTH REVIEWER (gear 3, sequential). A depth analyst wrote the analysis below. "
-            "Review it for breadth and soundness, then write the complete improved analysis (not a "
-            "critique): keep what the evidence supports, correct what it does not, add what is missing.")
+    head = profiles.BREADTH_REVIEWER.text(profile_for(gc, role))
     return _spec(gc, name=name, role=role, purpose="reviser", prompt_key="gear3.breadth-review",
                     task=_task(head, gc, "BREADTH ANALYSIS GUIDANCE", "EVALUATION CRITERIA",
                                "OUTPUT FORMAT GUIDANCE"),
@@ -113,12 +96,10 @@ def breadth_review_spec(gc: Any, *, name: str, role: str, depth_text: str) -> St
 # --- cross-evaluation --------------------------------------------------------------------------------
 
 def evaluator_spec(gc: Any, *, name: str, role: str, target: str, text: str) -> StepSpec:
-    head = (f"ROLE: EVALUATOR (gear 4, step 4) — critiquing the {target.upper()} analysis, written by "
-            "another model. Find what is wrong with it: unsupported claims, skipped inferential steps, "
-            "confidence the evidence does not warrant. Do not summarise it, do not refine it, do not "
-            "rewrite it.")
+    profile = profile_for(gc, role)
+    head = profiles.EVALUATOR.text(profile, target=target.upper())
     return _spec(gc, name=name, role=role, purpose="evaluator", prompt_key=f"gear4.evaluate-{target}",
-                    task=_task(head, gc, "EVALUATION CRITERIA", tail=EVALUATION_CONTRACT),
+                    task=_task(head, gc, "EVALUATION CRITERIA", tail=profiles.EVALUATION_CONTRACT.text(profile)),
                     package=package(gc, f"## {target.upper()} ANALYSIS UNDER REVIEW\n{text}"), stream=target,
                     postprocess=_check_contract)
 
@@ -143,11 +124,11 @@ def _check_contract(text: str, step: Any) -> str:
 # --- revisers ------------------------------------------------------------------------------------------
 
 def reviser_spec(gc: Any, *, name: str, role: str, slot: str, own: str, critique: str, critic: str) -> StepSpec:
-    head = (f"ROLE: REVISER (gear 4, step 5) — the {slot.upper()} stream. Revise YOUR analysis in light of "
-            "the critique it received. Some criticisms are right and the analysis changes; some are "
-            "off-target and it stands. Output the full revised analysis.")
+    profile = profile_for(gc, role)
+    head = profiles.REVISER.text(profile, slot=slot.upper())
     return _spec(gc, name=name, role=role, purpose="reviser", prompt_key=f"gear4.revise-{slot}",
-                    task=_task(head, gc, "REVISION GUIDANCE", "OUTPUT FORMAT GUIDANCE", tail=REVISION_RECORD),
+                    task=_task(head, gc, "REVISION GUIDANCE", "OUTPUT FORMAT GUIDANCE",
+                               tail=profiles.REVISION_RECORD.text(profile)),
                     package=package(gc, f"## YOUR ANALYSIS ({slot} stream)\n{own}",
                                     f"## CRITIQUE RECEIVED (from the {critic} model)\n{critique}"),
                     stream=slot, postprocess=_record_revision)
@@ -173,11 +154,11 @@ def _findings(verdict: Any) -> str:
 
 def re_revision_spec(gc: Any, name: str, slot: str, role: str, text: str, verdict: Any, cycle: int) -> StepSpec:
     who = f"the {slot.upper()} stream" if slot else "the analysis"
-    head = (f"ROLE: RE-REVISER (verification cycle {cycle} FAILED) — {who}. A verifier failed the analysis "
-            "below against the verification criteria. Fix what it found; keep what holds. Output the "
-            "full revised analysis.")
+    profile = profile_for(gc, role)
+    head = profiles.RE_REVISER.text(profile, cycle=cycle, who=who)
     return _spec(gc, name=name, role=role, purpose="reviser", prompt_key=f"gear{gc.gear}.re-revise",
-                    task=_task(head, gc, "VERIFICATION CRITERIA", "REVISION GUIDANCE", tail=REVISION_RECORD),
+                    task=_task(head, gc, "VERIFICATION CRITERIA", "REVISION GUIDANCE",
+                               tail=profiles.REVISION_RECORD.text(profile)),
                     package=package(gc, f"## ANALYSIS THAT FAILED VERIFICATION\n{text}",
                                     f"## VERIFIER FINDINGS (cycle {cycle}: FAIL, verifier {verdict.verifier})\n"
                                     + _findings(verdict)),
@@ -220,9 +201,7 @@ def _record_revision(text: str, step: Any) -> str:
 # --- consolidation and the final gate -------------------------------------------------------------------
 
 def consolidator_spec(gc: Any, *, name: str, streams: dict[str, tuple[str, str]]) -> StepSpec:
-    head = ("ROLE: CONSOLIDATOR (gear 4, step 7). Merge the analyses below into one irreducible answer: a "
-            "synthesis that resolves their overlap and keeps their genuine disagreements visible, not a "
-            "concatenation.")
+    head = profiles.CONSOLIDATOR.text(profile_for(gc, "consolidator"))
     parts = [f"## {slot.upper()} ANALYSIS (verification: {status})\n{text}" for slot, (text, status) in streams.items()]
     return _spec(gc, name=name, role="consolidator", purpose="consolidator", prompt_key="gear4.consolidate",
                     task=_task(head, gc, "CONSOLIDATION GUIDANCE", "OUTPUT FORMAT GUIDANCE"),
@@ -230,9 +209,7 @@ def consolidator_spec(gc: Any, *, name: str, streams: dict[str, tuple[str, str]]
 
 
 def corrective_spec(gc: Any, name: str, role: str, text: str, verdict: Any) -> StepSpec:
-    head = ("ROLE: CORRECTIVE REVISER (final verification FAILED). Correct the answer below so that it "
-            "passes: fix exactly what the verifier found, change nothing else, and name as a COVERAGE GAP "
-            "whatever the evidence cannot support. Output the full corrected answer.")
+    head = profiles.CORRECTIVE.text(profile_for(gc, role))
     return _spec(gc, name=name, role=role, purpose="consolidator" if role == "consolidator" else "reviser",
                     prompt_key=f"gear{gc.gear}.corrective-revision",
                     task=_task(head, gc, "VERIFICATION CRITERIA", "OUTPUT FORMAT GUIDANCE"),

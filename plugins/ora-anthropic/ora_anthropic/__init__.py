@@ -24,4 +24,5 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 @hookimpl
 def ora_register_backends(register: Callable[..., None]) -> None:
-    register(LazyBackendFactory("anthropic", "ora_anthropic.backend:AnthropicFactory"))
+    register(LazyBackendFactory("anthropic", "ora_anthropic.backend:AnthropicFactory",
+                                options="ora_anthropic.options:AnthropicOptions"))

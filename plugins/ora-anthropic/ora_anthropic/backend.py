@@ -1,4 +1,7 @@
-"""The ``anthropic`` backend: ``POST {base_url}/v1/messages``, plain and streamed."""
+"""The ``anthropic`` backend: ``POST {base_url}/v1/messages``, plain and streamed.
+
+A server's error body reaches an error's message and detail only through ``redact_text`` (a key the
+server echoes back is replaced), and the endpoint is named with ``mask_url`` (no password)."""
 
 from __future__ import annotations
 
@@ -6,10 +9,10 @@ import asyncio
 import json
 import time
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Literal
+from typing import Any
 
 import httpx
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 from tenacity import AsyncRetrying, RetryCallState, retry_if_exception_type, stop_after_attempt, wait_exponential_jitter
 
 from ora_core.api import (
@@ -23,28 +26,16 @@ from ora_core.api import (
     CompletionParams,
     ConfigError,
     Message,
+    mask_url,
+    redact_text,
 )
 from ora_core.api.http import READ_BODY, make_client, parse_retry_after, retry_after_note
 
+from .options import API_VERSION as API_VERSION  # re-exported: it lived here
+from .options import AnthropicOptions
+
 BACKEND_TYPE = "anthropic"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-API_VERSION = "2023-06-01"
-
-
-class AnthropicOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    api_version: str = API_VERSION
-    connect_timeout_s: float = Field(default=10.0, gt=0)
-    backoff_initial_s: float = Field(default=0.5, ge=0)
-    backoff_max_s: float = Field(default=8.0, ge=0)
-    retry_after_max_s: float = Field(default=60.0, ge=0)
-    headers: dict[str, str] = Field(default_factory=dict)
-    # "aiohttp" (default) or "httpcore": the httpx transport underneath (ora_core/http_transport.py)
-    transport: Literal["aiohttp", "httpcore"] = "aiohttp"
-    max_connections: int = Field(default=100, ge=1)
-    max_keepalive: int = Field(default=20, ge=0)  # 0: a new connection per request
-    keepalive_expiry_s: float = Field(default=5.0, gt=0)
 
 
 class _Transient(Exception):
@@ -77,6 +68,7 @@ class AnthropicBackend:
         self.family: str = settings.family or "claude"
         root = (settings.base_url or DEFAULT_BASE_URL).rstrip("/")
         self.api_root = root if root.endswith("/v1") else root + "/v1"
+        self.endpoint = mask_url(self.api_root)  # as messages name it
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._backoff = wait_exponential_jitter(multiplier=options.backoff_initial_s, max=options.backoff_max_s,
@@ -123,8 +115,9 @@ class AnthropicBackend:
         except (ValueError, AttributeError):
             err = {}
         kind = err.get("type", "") if isinstance(err, dict) else ""
-        message = (err.get("message") if isinstance(err, dict) else None) or raw.decode("utf-8", "replace")[:300]
-        detail = f"HTTP {status} {kind}: {raw.decode('utf-8', 'replace')[:1500]}"
+        message = redact_text(str((err.get("message") if isinstance(err, dict) else None)
+                                  or raw.decode("utf-8", "replace")[:300]))
+        detail = f"HTTP {status} {kind}: {redact_text(raw.decode('utf-8', 'replace')[:1500])}"
         text = f"Anthropic API HTTP {status} ({kind or 'no error type'}): {message}"
         if status == 429:
             raw_wait = headers.get("retry-after")
@@ -144,9 +137,9 @@ class AnthropicBackend:
             return self._error(BackendTimeout, f"Anthropic API gave no answer within {timeout_s:g}s",
                                f"{type(exc).__name__}: {exc}")
         if isinstance(exc, (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)):
-            return _Transient(self._error(BackendUnavailable, f"connection to {self.api_root} failed: "
+            return _Transient(self._error(BackendUnavailable, f"connection to {self.endpoint} failed: "
                                           f"{exc or type(exc).__name__}", f"{type(exc).__name__}: {exc}"))
-        return self._error(BackendUnavailable, f"request to {self.api_root} failed: {type(exc).__name__}: {exc}")
+        return self._error(BackendUnavailable, f"request to {self.endpoint} failed: {type(exc).__name__}: {exc}")
 
     def _wait(self, state: RetryCallState) -> float:
         exc = state.outcome.exception() if state.outcome is not None else None
@@ -184,7 +177,7 @@ class AnthropicBackend:
                 return response.json()
             except ValueError as exc:
                 raise self._error(BackendBadResponse, "the Anthropic API answered malformed JSON",
-                                  response.text[:1500]) from exc
+                                  redact_text(response.text[:1500])) from exc
 
         data, attempts = await self._with_retries(once)
         if not isinstance(data, dict) or data.get("type") == "error" or not isinstance(data.get("content"), list):
@@ -242,8 +235,8 @@ class AnthropicBackend:
                     err = data.get("error") or {}
                     cls = BackendUnavailable if err.get("type") in ("overloaded_error", "api_error") else \
                         BackendBadResponse
-                    raise self._error(cls, f"the stream carried an error: {err.get('type')}: {err.get('message')}",
-                                      json.dumps(data)[:1500])
+                    raise self._error(cls, redact_text(f"the stream carried an error: {err.get('type')}: "
+                                                       f"{err.get('message')}"), redact_text(json.dumps(data)[:1500]))
                 if kind == "content_block_delta":
                     text = (data.get("delta") or {}).get("text")
                     if text:
@@ -277,8 +270,9 @@ class AnthropicBackend:
         try:
             listed = [m.get("id") for m in response.json().get("data", [])]
         except (ValueError, AttributeError) as exc:
-            raise self._error(BackendBadResponse, "malformed /v1/models answer", response.text[:1500]) from exc
-        return {"endpoint": self.api_root, "models": listed[:20], "model_listed": self.model in listed,
+            raise self._error(BackendBadResponse, "malformed /v1/models answer",
+                              redact_text(response.text[:1500])) from exc
+        return {"endpoint": self.endpoint, "models": listed[:20], "model_listed": self.model in listed,
                 "latency_s": round(time.perf_counter() - start, 3)}
 
     async def aclose(self) -> None:

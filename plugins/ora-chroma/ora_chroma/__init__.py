@@ -31,6 +31,13 @@ def ora_register_retrievers(register: Callable[..., None]) -> None:
 
 
 @hookimpl
+def ora_register_options(register: Callable[..., None]) -> None:
+    from .settings import PLUGIN_NAME, ChromaSettings
+
+    register(ChromaSettings, table=PLUGIN_NAME)
+
+
+@hookimpl
 def ora_register_commands(cli: Any, ora: Any) -> None:
     from .cli import register
 

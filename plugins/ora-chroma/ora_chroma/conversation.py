@@ -4,7 +4,8 @@ Seed 000, failure #12: ``try: collection.add(...) except: pass`` made conversati
 silently un-retrievable. Here a failure to index never breaks the turn, and it is never
 silent: one line in ``<trace root>/conversation-indexing-failures.jsonl`` (time, conversation
 id, turn id, chunk id, error class and message), a contingency on the turn, and a warning on
-stderr. When the log itself cannot be written, stderr carries the same record.
+stderr. When the log itself cannot be written, stderr carries the same record, and so does the
+turn's contingency (``log_written: false``, ``log_error``, ``record``): it is never on stderr only.
 
 The exchange is embedded by the turn's configured embedder (``turn.embedder()``): an
 ``embedding.embedder`` no plugin registers is such a failure, recorded with the registered names.
@@ -120,7 +121,7 @@ def record_failure(turn: Any, result: Any, ids: list[str], exc: BaseException) -
     line = json.dumps(failure.model_dump(mode="json"), sort_keys=True) + "\n"
     stderr = getattr(turn, "stderr", None) or sys.stderr
     log = failure_log_path(config)
-    logged = ""
+    logged = log_error = ""
     try:
         log.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -130,15 +131,20 @@ def record_failure(turn: Any, result: Any, ids: list[str], exc: BaseException) -
             os.close(fd)
         logged = f"; recorded in {log}"
     except OSError as log_exc:
-        print(f"ora: WARNING: cannot write {log} ({type(log_exc).__name__}: {log_exc}); "
+        log_error = f"{type(log_exc).__name__}: {log_exc}"
+        print(f"ora: WARNING: cannot write {log} ({log_error}); "
               f"the failure record follows: {line.strip()}", file=stderr)
     print(f"ora: WARNING: conversation memory: turn {turn.turn_id} of conversation "
           f"{turn.conversation_id!r} was not indexed ({failure.error_class}: {failure.error_message})"
           f"{logged}", file=stderr)
     contingency = getattr(turn, "contingency", None)
     if callable(contingency):
-        contingency(CONTINGENCY, STEP, f"{failure.error_class}: {failure.error_message}",
-                    severity="warning", chunk_id=failure.chunk_id, log=str(log))
+        # The log line that could not be written is in the turn's trace instead (its record, and why).
+        detail = f"{failure.error_class}: {failure.error_message}" + (
+            f"; and {log} cannot be written ({log_error}): the failure record is here" if log_error else "")
+        contingency(CONTINGENCY, STEP, detail, severity="warning", chunk_id=failure.chunk_id, log=str(log),
+                    log_written=not log_error, **({"log_error": log_error,
+                                                   "record": failure.model_dump(mode="json")} if log_error else {}))
     names = getattr(result, "contingencies", None)
     if isinstance(names, list) and CONTINGENCY not in names:
         names.append(CONTINGENCY)  # the turn has closed: the result is where the caller sees it

@@ -9,9 +9,9 @@ added first and its stale ones deleted after, so it is never missing from the in
 are embedded in large groups across files (the model is the bottleneck; big batches keep it
 busy), and each group's write to Chroma overlaps the next group's embedding.
 
-A file that cannot be used (malformed front matter, not UTF-8, unreadable) is skipped and
-named in the report; ingest goes on. A vault path that cannot be read at all is a
-``VaultError`` before anything is written.
+A file that cannot be used is skipped and named in the report with its kind (``not_utf8`` with
+the byte offset, ``malformed_front_matter``, ``unreadable``); ingest goes on. A vault path that
+cannot be read at all is a ``VaultError`` before anything is written.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from ora_core.api import OraError
 
 from .embedding import embed
-from .notes import FrontMatterError, ParsedNote, note_key, parse_note
+from .notes import FrontMatterError, NotUtf8Error, ParsedNote, note_key, parse_note
 from .store import FileRecord, VaultStore, now_iso
 
 Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
@@ -40,8 +40,9 @@ class VaultError(OraError):
 
 class SkippedFile(BaseModel):
     path: str
-    kind: Literal["malformed_front_matter", "unreadable", "unreadable_directory"]
+    kind: Literal["malformed_front_matter", "not_utf8", "unreadable", "unreadable_directory"]
     reason: str
+    byte_offset: int | None = None  # not_utf8: where the first byte that does not decode sits
 
 
 class IngestReport(BaseModel):
@@ -214,6 +215,10 @@ class Ingestor:
             try:
                 note = parse_note(file, root, chunk_words=self.settings.chunk_words,
                                   overlap_words=self.settings.overlap_words)
+            except NotUtf8Error as exc:
+                report.skipped.append(SkippedFile(path=str(file), kind="not_utf8", reason=str(exc),
+                                                  byte_offset=exc.offset))
+                continue
             except FrontMatterError as exc:
                 report.skipped.append(SkippedFile(path=str(file), kind="malformed_front_matter", reason=str(exc)))
                 continue

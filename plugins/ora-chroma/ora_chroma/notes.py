@@ -23,6 +23,17 @@ class FrontMatterError(ValueError):
     """A note's front matter cannot be used; the message names the file and what is wrong."""
 
 
+class NotUtf8Error(ValueError):
+    """A note is not UTF-8 text: ``path``, the ``offset`` of the first byte that does not decode, and
+    the decoder's ``reason``; the message names all three."""
+
+    def __init__(self, path: Path, offset: int, reason: str) -> None:
+        self.path = path
+        self.offset = offset
+        self.reason = reason
+        super().__init__(f"{path}: not UTF-8 text ({reason} at byte {offset})")
+
+
 class NoteMeta(BaseModel):
     """The front matter fields Ora reads. Other keys (aliases, dates...) are kept, unused."""
 
@@ -184,14 +195,15 @@ def _digest(*parts: str) -> str:
 
 def parse_note(path: Path, root: Path, *, chunk_words: int = 160, overlap_words: int = 30,
                raw: bytes | None = None) -> ParsedNote:
-    """Read one note. Raises ``FrontMatterError`` (naming the file) on unusable front matter or
-    undecodable text, ``OSError`` when the file cannot be read."""
+    """Read one note. Raises ``NotUtf8Error`` (the file and the byte offset) on text that is not
+    UTF-8, ``FrontMatterError`` (naming the file) on unusable front matter, ``OSError`` when the
+    file cannot be read."""
     data = path.read_bytes() if raw is None else raw
     rel = path.relative_to(root).as_posix() if path.is_relative_to(root) else path.name
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise FrontMatterError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise NotUtf8Error(path, exc.start, exc.reason) from None
     text = text.replace("\r\n", "\n")
     front, body, _ = split_front_matter(text, str(path))
     meta = parse_meta(front, str(path))

@@ -11,15 +11,18 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from ora_core.api import ConfigError
+from ora_core.api import ConfigError, PluginOptions
 
 PLUGIN_NAME = "chroma"
 MANIFEST_NAME = "ora-vault.sqlite"
 
 
-class ChromaSettings(BaseModel):
+class ChromaSettings(PluginOptions):
+    """``[plugins.chroma]``, declared to the kernel (``ora_register_options``): an unknown key or a
+    wrong type is refused before a turn runs, naming the table and the key."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     collection: str = Field(default="vault", min_length=3, max_length=63)
@@ -54,15 +57,9 @@ class ChromaSettings(BaseModel):
 
 
 def load_settings(config: Any) -> ChromaSettings:
-    """``[plugins.chroma]`` as ``ChromaSettings``; a bad value is a ``ConfigError`` naming it."""
-    raw = (getattr(config, "plugins", None) or {}).get(PLUGIN_NAME, {})
-    try:
-        return ChromaSettings.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        field = f"plugins.{PLUGIN_NAME}" + (f".{loc}" if loc else "")
-        raise ConfigError(err["msg"], field=field) from None
+    """``[plugins.chroma]`` as ``ChromaSettings`` (validated once per table content); a bad value is a
+    ``ConfigError`` naming the table and each bad key."""
+    return ChromaSettings.of(config, PLUGIN_NAME)
 
 
 class StoreLocation(BaseModel):

@@ -6,7 +6,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from ora_chroma.notes import FrontMatterError, chunk_section, note_key, parse_note
+from ora_chroma.notes import FrontMatterError, NotUtf8Error, chunk_section, note_key, parse_note
 
 
 def _note(tmp_path: Path, text: str, name: str = "n.md") -> Path:
@@ -61,11 +61,13 @@ def test_malformed_front_matter_names_the_file_and_the_problem(tmp_path: Path, f
     assert expected in str(info.value)
 
 
-def test_undecodable_text_is_named_like_bad_front_matter(tmp_path: Path) -> None:
+def test_undecodable_text_is_a_not_utf8_error_naming_the_file_and_the_byte_offset(tmp_path: Path) -> None:
     path = tmp_path / "latin1.md"
     path.write_bytes("caf\xe9 au lait".encode("latin-1"))
-    with pytest.raises(FrontMatterError, match="not UTF-8"):
+    with pytest.raises(NotUtf8Error, match="not UTF-8") as info:
         parse_note(path, tmp_path)
+    assert not isinstance(info.value, FrontMatterError), "not UTF-8 is no front-matter problem"
+    assert (info.value.path, info.value.offset) == (path, 3) and f"{path}: " in str(info.value)
 
 
 def test_chunks_follow_headings_and_ignore_headings_in_code(tmp_path: Path) -> None:

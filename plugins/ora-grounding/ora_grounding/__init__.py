@@ -11,6 +11,8 @@ The similarity comes from the embedder the host registers under the configured n
 (``ctx.embedder()``, ``[embedding] embedder``: ``minilm`` from ora-minilm by default); this
 plugin imports no model and no other plugin. This module stays light: the embedder loads its
 model on the first ``verify`` that needs it, once per process however many components use it.
+
+Options: ``[plugins.grounding]`` (``ora_grounding.options.GroundingOptions``: ``exclude_streams``).
 """
 
 from __future__ import annotations
@@ -34,3 +36,10 @@ def ora_register_verifiers(register: Callable[..., None]) -> None:
 @hookimpl
 def ora_register_detectors(register: Callable[..., None]) -> None:
     register(UnsupportedSpecificsDetector())
+
+
+@hookimpl
+def ora_register_options(register: Callable[..., None]) -> None:
+    from .options import TABLE, GroundingOptions
+
+    register(GroundingOptions, table=TABLE)

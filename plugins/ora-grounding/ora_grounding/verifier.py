@@ -33,9 +33,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ora_core.api import Verdict, VerdictStatus, VerifierError
+from ora_core.api import ConfigError, Verdict, VerdictStatus, VerifierError
 
 from .evidence import normalise_package, package_question
+from .options import DEFAULT_EXCLUDED_STREAMS as DEFAULT_EXCLUDED_STREAMS  # re-exported: it lived here
+from .options import TABLE as OPTIONS_TABLE
+from .options import GroundingOptions
 from .scoring import ClaimScore, Embedder, ScoringWeights, output_score, personal_sentences, score_claims
 from .specifics import EvidenceIndex
 from .subject import checkable_text
@@ -52,19 +55,14 @@ CHECKS = ("MiniLM similarity of each claim to its best evidence sentence", "lexi
           "talk about the speaker or the listener (no evidence supports it)")
 
 
-#: Retrieval streams whose chunks are not evidence: conversation memory holds earlier model
-#: answers, and grounding an answer in the model's own past output is circular.
-DEFAULT_EXCLUDED_STREAMS = ("conversation",)
-
-
 def excluded(ctx: Any) -> frozenset[str]:
-    """``[plugins.grounding] exclude_streams`` (default ``["conversation"]``)."""
-    plugins = getattr(getattr(ctx, "config", None), "plugins", None)
-    settings = plugins.get("grounding", {}) if isinstance(plugins, dict) else {}
-    value = settings.get("exclude_streams", list(DEFAULT_EXCLUDED_STREAMS))
-    if not isinstance(value, list | tuple) or not all(isinstance(v, str) for v in value):
-        raise VerifierError(f"[plugins.grounding] exclude_streams must be a list of stream names, got {value!r}")
-    return frozenset(value)
+    """``[plugins.grounding] exclude_streams`` (default ``["conversation"]``), from the declared
+    ``GroundingOptions``; a bad table is a ``VerifierError`` naming it (the kernel refuses one before a
+    turn runs, so this is for a configuration built past it)."""
+    try:
+        return frozenset(GroundingOptions.of(ctx, OPTIONS_TABLE).exclude_streams)
+    except ConfigError as exc:
+        raise VerifierError(f"grounding: {exc}") from exc
 
 
 def resolve_threshold(explicit: float | None, ctx: Any) -> tuple[float, str]:

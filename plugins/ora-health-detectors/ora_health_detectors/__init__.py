@@ -3,7 +3,8 @@
 ``refusal``, ``clarification-loop``, ``brief-stub``, ``leaked-tool-call`` and ``prompt-echo`` (the
 output parrots the orchestrator's own instructions): a strong signal from any of them means the
 reliability layer regenerates the step once.
-Settings live in ``[plugins.health-detectors]`` (``min_words``, ``clarification_body_words``);
+Settings live in ``[plugins.health-detectors]`` (``min_words``, ``clarification_body_words``;
+declared as ``ora_health_detectors.options.HealthDetectorsOptions``);
 a step sets ``ctx.data["expected_min_words"]`` to say how long its output should be.
 """
 
@@ -25,3 +26,10 @@ def ora_register_detectors(register: Callable[..., None]) -> None:
     for detector in (RefusalDetector(), ClarificationLoopDetector(), BriefStubDetector(),
                      LeakedToolCallDetector(), PromptEchoDetector()):
         register(detector)
+
+
+@hookimpl
+def ora_register_options(register: Callable[..., None]) -> None:
+    from .options import TABLE, HealthDetectorsOptions
+
+    register(HealthDetectorsOptions, table=TABLE)

@@ -16,15 +16,17 @@ from typing import Any, TypeVar
 
 from ora_core.api import lazy_compile
 
+from .options import DEFAULT_MIN_WORDS as DEFAULT_MIN_WORDS  # re-exported: it lived here
+from .options import TABLE as CONFIG_TABLE
+from .options import HealthDetectorsOptions
+
 LAYER = "model_output"
 KIND = "unhealthy"
 ASSUMES = frozenset({"model_generated"})
 
-#: ``[plugins.health-detectors]`` in ora.toml; a step can override ``min_words`` for one call
-#: through ``ctx.data["expected_min_words"]``.
-CONFIG_TABLE = "health-detectors"
+#: ``[plugins.health-detectors]`` (``CONFIG_TABLE``, ``options.HealthDetectorsOptions``) in ora.toml; a
+#: step can override ``min_words`` for one call through ``ctx.data["expected_min_words"]``.
 MIN_WORDS_KEY = "expected_min_words"
-DEFAULT_MIN_WORDS = 40
 
 _FENCE = lazy_compile(r"^\s*(```|~~~)")
 _WORD = lazy_compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
@@ -150,17 +152,11 @@ def sentences(text: str) -> tuple[tuple[int, int, str], ...]:
     return tuple(found)
 
 
-def plugin_settings(ctx: Any) -> dict[str, Any]:
-    """This plugin's ``[plugins.health-detectors]`` table, from an ``OraConfig`` or a
-    ``ResolvedConfig`` on ``ctx.config``; empty when there is none."""
-    config = getattr(ctx, "config", None)
-    config = getattr(config, "config", config)
-    plugins = getattr(config, "plugins", None)
-    if isinstance(plugins, dict):
-        table = plugins.get(CONFIG_TABLE)
-        if isinstance(table, dict):
-            return table
-    return {}
+def plugin_settings(ctx: Any) -> HealthDetectorsOptions:
+    """This plugin's ``[plugins.health-detectors]`` table as its declared ``HealthDetectorsOptions``
+    (validated once per table content), from an ``OraConfig`` or a ``ResolvedConfig`` on
+    ``ctx.config``; the defaults when there is none."""
+    return HealthDetectorsOptions.of(ctx, CONFIG_TABLE)
 
 
 def ctx_data(ctx: Any) -> dict[str, Any]:

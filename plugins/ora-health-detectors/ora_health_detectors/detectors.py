@@ -21,7 +21,6 @@ from ora_core.api import Signal, lazy_compile
 from .common import (
     ASSUMES,
     AUTHORISED_BLOCK,
-    DEFAULT_MIN_WORDS,
     KIND,
     LAYER,
     MIN_WORDS_KEY,
@@ -143,7 +142,7 @@ class ClarificationLoopDetector(_Base):
             return []
         if _ASKS_USER.cannot_match(masked(analysis)[0]):  # then no sentence of it asks the user anything
             return []
-        body_limit = int(plugin_settings(ctx).get("clarification_body_words", 60))
+        body_limit = plugin_settings(ctx).clarification_body_words
         asks: list[tuple[int, int, str]] = []
         body_words = 0
         for start, end, sentence in masked_sentences(analysis):
@@ -189,7 +188,7 @@ class BriefStubDetector(_Base):
     name = "brief-stub"
 
     def min_words(self, ctx: Any) -> int:
-        value = ctx_data(ctx).get(MIN_WORDS_KEY, plugin_settings(ctx).get("min_words", DEFAULT_MIN_WORDS))
+        value = ctx_data(ctx).get(MIN_WORDS_KEY, plugin_settings(ctx).min_words)
         return int(value)
 
     def detect_analysed(self, analysis: Any, ctx: Any) -> list[Signal]:

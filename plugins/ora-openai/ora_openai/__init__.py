@@ -27,4 +27,5 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 @hookimpl
 def ora_register_backends(register: Callable[..., None]) -> None:
-    register(LazyBackendFactory("openai", "ora_openai.backend:OpenAIFactory"))
+    register(LazyBackendFactory("openai", "ora_openai.backend:OpenAIFactory",
+                                options="ora_openai.options:OpenAIOptions"))

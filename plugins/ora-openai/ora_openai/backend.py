@@ -24,6 +24,8 @@ from ora_core.api import (
     ConfigError,
     Message,
     assembled,
+    mask_url,
+    redact_text,
 )
 from ora_core.api.http import deadline
 
@@ -57,6 +59,8 @@ class OpenAIBackend:
         self.model: str = settings.model
         self.family: str = settings.family
         self.base_url = (settings.base_url or DEFAULT_BASE_URL).rstrip("/")
+        #: The endpoint as messages name it: a password or credential parameter in it masked.
+        self.endpoint = mask_url(self.base_url)
         self.max_retries: int = settings.max_retries
         self.breaker = breaker_for(self.base_url, failures=options.breaker_failures, reset_s=options.breaker_reset_s)
         try:
@@ -230,30 +234,30 @@ class OpenAIBackend:
         """A failure below HTTP: count it against the endpoint and say whether to retry."""
         if isinstance(exc, (TimeoutError, httpx.TimeoutException)):
             self.breaker.failure(f"timeout: {what}")
-            error = self._error(BackendTimeout, f"{self.base_url} gave no answer within {timeout_s:g}s ({what})",
+            error = self._error(BackendTimeout, f"{self.endpoint} gave no answer within {timeout_s:g}s ({what})",
                                 detail=f"{type(exc).__name__}: {exc}")
             return Transient(error) if self.options.retry_on_timeout else error
         if isinstance(exc, httpx.ConnectError):
             self.breaker.failure(f"connect: {exc}")
-            return Transient(self._error(BackendUnavailable, f"cannot connect to {self.base_url}: {exc}",
+            return Transient(self._error(BackendUnavailable, f"cannot connect to {self.endpoint}: {exc}",
                                          detail=f"{type(exc).__name__}: {exc}"))
         if isinstance(exc, (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError, httpx.NetworkError)):
             self.breaker.failure(f"dropped: {exc}")
-            return Transient(self._error(BackendUnavailable, f"{self.base_url} dropped the connection ({what}): "
+            return Transient(self._error(BackendUnavailable, f"{self.endpoint} dropped the connection ({what}): "
                                          f"{exc or type(exc).__name__}", detail=f"{type(exc).__name__}: {exc}"))
         self.breaker.release()
-        return self._error(BackendUnavailable, f"request to {self.base_url} failed: {type(exc).__name__}: {exc}",
+        return self._error(BackendUnavailable, f"request to {self.endpoint} failed: {type(exc).__name__}: {exc}",
                            detail=repr(exc))
 
     def _admit(self) -> None:
         if not self.breaker.allow():
             raise self._error(BackendUnavailable,
-                              f"circuit open for {self.base_url} after repeated failures; not calling it for "
+                              f"circuit open for {self.endpoint} after repeated failures; not calling it for "
                               f"another {self.breaker.retry_in():.1f}s", detail="circuit breaker: open")
 
     def _on_status(self, response: Any, body: bytes) -> None:
         error, transient, verdict = status_error(response.status_code, body, response.headers,
-                                                 provider=self.provider, model=self.model, endpoint=self.base_url,
+                                                 provider=self.provider, model=self.model, endpoint=self.endpoint,
                                                  retry_after_max_s=self.options.retry_after_max_s)
         if verdict == "failure":
             self.breaker.failure(f"HTTP {response.status_code}")
@@ -313,8 +317,9 @@ class OpenAIBackend:
             data = json.loads(raw)
         except ValueError as exc:
             self.breaker.failure("malformed JSON")
-            raise self._error(BackendBadResponse, f"{self.base_url} answered HTTP {response.status_code} with "
-                              f"malformed JSON ({exc})", detail=raw[:1500].decode("utf-8", "replace")) from exc
+            raise self._error(BackendBadResponse, f"{self.endpoint} answered HTTP {response.status_code} with "
+                              f"malformed JSON ({exc})",
+                              detail=redact_text(raw[:1500].decode("utf-8", "replace"))) from exc
         self.breaker.success()
         return data
 
@@ -323,8 +328,9 @@ class OpenAIBackend:
             raise self._error(BackendBadResponse, f"expected a JSON object, got {type(data).__name__}",
                               detail=json.dumps(data)[:1500])
         if data.get("error"):
-            raise self._error(BackendBadResponse, f"the server answered with an error object: {data['error']}",
-                              detail=json.dumps(data)[:1500])
+            said = redact_text(str(data["error"]))
+            raise self._error(BackendBadResponse, f"the server answered with an error object: {said}",
+                              detail=redact_text(json.dumps(data)[:1500]))
         choices = data.get("choices")
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise self._error(BackendBadResponse, "the reply has no choices", detail=json.dumps(data)[:1500])
@@ -349,10 +355,13 @@ class OpenAIBackend:
             self._cache = ResponseCache(directory, self.options.cache_ttl_s)
         return self._cache
 
-    def _cache_failed(self, stage: str, exc: BaseException) -> None:
-        # No turn here to record into: stderr names it; the call itself goes on uncached.
-        print(f"ora: openai response cache {stage} failed ({type(exc).__name__}: {exc}); "
-              "answering without the cache", file=sys.stderr)
+    def _cache_failed(self, stage: str, exc: BaseException, warnings: list[str]) -> None:
+        # The call itself goes on uncached. No turn here to record into: stderr names it now, and the
+        # Completion carries it (``warnings``) for the kernel to name in the turn's trace.
+        message = (f"openai response cache {stage} failed ({type(exc).__name__}: {exc}); "
+                   "answering without the cache")
+        print(f"ora: {message}", file=sys.stderr)
+        warnings.append(message)
 
     # --- the backend protocol -------------------------------------------------------------------
 
@@ -360,6 +369,7 @@ class OpenAIBackend:
         start = time.perf_counter()
         body = self._body(messages, params, stream=False)
         cache, key = None, ""
+        warnings: list[str] = []
         try:
             cache = self._response_cache()
             if cache is not None:
@@ -369,7 +379,7 @@ class OpenAIBackend:
                     return Completion(**hit, provider=self.provider, family=self.family, cached=True,
                                       latency_s=time.perf_counter() - start)
         except Exception as exc:  # noqa: BLE001 - a broken cache must not stop the call; named on stderr
-            self._cache_failed("read", exc)
+            self._cache_failed("read", exc, warnings)
             cache = None
         data, attempts = await self._with_retries(lambda: self._post_once(body, params.timeout_s))
         text, finish, prompt_tokens, completion_tokens, model = self._parse(data)
@@ -379,11 +389,12 @@ class OpenAIBackend:
             try:
                 await cache.put(key, stored)
             except Exception as exc:  # noqa: BLE001 - see _cache_failed
-                self._cache_failed("write", exc)
+                self._cache_failed("write", exc, warnings)
         return _built_completion({
             "text": text, "provider": self.provider, "model": model, "family": self.family,
             "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-            "latency_s": time.perf_counter() - start, "finish_reason": finish, "cached": False, "attempts": attempts})
+            "latency_s": time.perf_counter() - start, "finish_reason": finish, "cached": False, "attempts": attempts,
+            "warnings": warnings})
 
     async def _open_stream(self, body: dict[str, Any], timeout_s: float) -> httpx.Response:
         self._admit()
@@ -413,7 +424,7 @@ class OpenAIBackend:
         try:
             async for line in response.aiter_lines():
                 if time.monotonic() > deadline:
-                    raise self._error(BackendTimeout, f"stream from {self.base_url} passed timeout_s="
+                    raise self._error(BackendTimeout, f"stream from {self.endpoint} passed timeout_s="
                                       f"{params.timeout_s:g}s after {emitted} characters")
                 if not line.startswith("data:"):
                     continue
@@ -424,11 +435,11 @@ class OpenAIBackend:
                 try:
                     chunk = json.loads(payload)
                 except ValueError as exc:
-                    raise self._error(BackendBadResponse, f"malformed stream chunk from {self.base_url}",
-                                      detail=payload[:1500]) from exc
+                    raise self._error(BackendBadResponse, f"malformed stream chunk from {self.endpoint}",
+                                      detail=redact_text(payload[:1500])) from exc
                 if not isinstance(chunk, dict) or chunk.get("error"):
-                    raise self._error(BackendBadResponse, f"the stream carried an error: {payload[:300]}",
-                                      detail=payload[:1500])
+                    raise self._error(BackendBadResponse, redact_text(f"the stream carried an error: {payload[:300]}"),
+                                      detail=redact_text(payload[:1500]))
                 for choice in chunk.get("choices") or []:
                     delta = (choice.get("delta") or {}).get("content") if isinstance(choice, dict) else None
                     if delta:
@@ -441,7 +452,7 @@ class OpenAIBackend:
             await response.aclose()
         if not done:
             self.breaker.failure("stream ended early")
-            raise self._error(BackendUnavailable, f"the stream from {self.base_url} ended without [DONE] "
+            raise self._error(BackendUnavailable, f"the stream from {self.endpoint} ended without [DONE] "
                               f"after {emitted} characters")
         self.breaker.success()
         if not emitted:
@@ -457,20 +468,20 @@ class OpenAIBackend:
         except httpx.HTTPError as exc:
             problem = self._transport_error(exc, "listing models", timeout_s)
             raise (problem.error if isinstance(problem, Transient) else problem) from exc
-        info: dict[str, Any] = {"endpoint": self.base_url, "breaker": self.breaker.state,
+        info: dict[str, Any] = {"endpoint": self.endpoint, "breaker": self.breaker.state,
                                 "latency_s": round(time.perf_counter() - start, 3)}
         if response.status_code in (404, 405):
             return {**info, "note": f"the server does not list models (HTTP {response.status_code})"}
         if response.status_code >= 300:
             error, _, _ = status_error(response.status_code, response.content, response.headers,
-                                       provider=self.provider, model=self.model, endpoint=self.base_url,
+                                       provider=self.provider, model=self.model, endpoint=self.endpoint,
                                        retry_after_max_s=self.options.retry_after_max_s)
             raise error
         try:
             listed = [str(m.get("id")) for m in response.json().get("data", []) if isinstance(m, dict)]
         except (ValueError, AttributeError) as exc:
-            raise self._error(BackendBadResponse, f"{self.base_url}/models answered malformed JSON",
-                              detail=response.text[:1500]) from exc
+            raise self._error(BackendBadResponse, f"{self.endpoint}/models answered malformed JSON",
+                              detail=redact_text(response.text[:1500])) from exc
         return {**info, "models": listed[:20], "model_listed": self.model in listed}
 
     async def aclose(self) -> None:

@@ -1,5 +1,8 @@
 """HTTP outcomes -> typed ``BackendError``s, and what may be retried.
 
+A server's error body becomes the message and the detail only through ``redact_text``: a key it
+echoes back ("Invalid credentials: Bearer sk-…") is replaced before the error exists.
+
 Transient (retried with backoff, counted by the circuit breaker): 5xx, dropped or refused
 connections, and 429 (retried after its ``Retry-After``, but not counted against the
 endpoint's health). Timeouts are transient only when ``retry_on_timeout`` is set. Everything
@@ -18,6 +21,7 @@ from ora_core.api import (
     BackendRateLimited,
     BackendTimeout,
     BackendUnavailable,
+    redact_text,
 )
 from ora_core.api.http import parse_retry_after, retry_after_note
 
@@ -31,7 +35,12 @@ class Transient(Exception):
 
 
 def server_message(body: bytes) -> str:
-    """The error message an OpenAI-style (or Anthropic-style) error body carries, else its text."""
+    """The error message an OpenAI-style (or Anthropic-style) error body carries, else its text;
+    credential shapes replaced (``redact_text``)."""
+    return redact_text(_server_message(body))
+
+
+def _server_message(body: bytes) -> str:
     text = body.decode("utf-8", "replace")
     try:
         data = json.loads(text)
@@ -52,7 +61,7 @@ def status_error(status: int, body: bytes, headers: Any, *, provider: str, model
                  retry_after_max_s: float) -> tuple[BackendError, bool, str]:
     """(error, transient, breaker verdict) for a non-2xx response; verdict is failure|release."""
     message = server_message(body)
-    detail = f"HTTP {status} from {endpoint}: {body.decode('utf-8', 'replace')[:1500]}"
+    detail = f"HTTP {status} from {endpoint}: {redact_text(body.decode('utf-8', 'replace')[:1500])}"
     kw = {"provider": provider, "model": model, "detail": detail}
     if status == 429:
         raw_retry_after = headers.get("retry-after")

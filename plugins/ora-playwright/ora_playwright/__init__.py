@@ -28,4 +28,5 @@ __getattr__ = lazy_exports(__name__, _LAZY)
 
 @hookimpl
 def ora_register_backends(register: Callable[..., None]) -> None:
-    register(LazyBackendFactory("playwright", "ora_playwright.backend:BrowserFactory"))
+    register(LazyBackendFactory("playwright", "ora_playwright.backend:BrowserFactory",
+                                options="ora_playwright.options:BrowserOptions"))

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from ora_core.api import (
     BackendAuthError,
@@ -31,12 +31,14 @@ from ora_core.api import (
     CompletionParams,
     ConfigError,
     Message,
+    redact_text,
 )
 
+from .options import CHROMIUM as CHROMIUM  # re-exported: both lived here
+from .options import BrowserOptions as BrowserOptions
 from .profiles import SelectorProfile, load_profile
 
 BACKEND_TYPE = "playwright"
-CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
     "--disable-component-update", "--disable-sync",
@@ -47,19 +49,6 @@ ERROR_CLASSES: dict[str, type[BackendError]] = {
     "session_expired": BackendSessionExpired, "rate_limited": BackendRateLimited,
     "auth": BackendAuthError, "unavailable": BackendUnavailable,
 }
-
-
-class BrowserOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    profile: str = "generic"
-    profile_file: str | None = None
-    selectors: dict[str, Any] = Field(default_factory=dict)  # overrides of profile fields
-    user_data_dir: str | None = None  # default: <user data dir>/browser/<profile name>
-    executable_path: str = CHROMIUM
-    headless: bool = True
-    extra_args: list[str] = Field(default_factory=list)
-    navigation_timeout_s: float = Field(default=30.0, gt=0)
 
 
 def default_user_data_dir(profile: str) -> Path:
@@ -98,7 +87,10 @@ class BrowserBackend:
     # --- errors ---------------------------------------------------------------------------------
 
     def _error(self, cls: type[BackendError], message: str, detail: str = "") -> BackendError:
-        return cls(f"{self.profile.name}: {message}", provider=self.provider, model=self.model, detail=detail)
+        # What the page showed or the browser said passes redact_text: a token on the page never
+        # becomes an error's text.
+        return cls(redact_text(f"{self.profile.name}: {message}"), provider=self.provider, model=self.model,
+                   detail=redact_text(detail))
 
     def _wall_error(self, state: dict[str, Any], *, sent: bool) -> BackendError | None:
         if state.get("session_expired"):

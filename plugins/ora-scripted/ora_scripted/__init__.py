@@ -9,6 +9,10 @@
 - ``latency_s``: simulated latency (asyncio.sleep).
 - ``family``/``model`` come from the table as usual.
 
+Declared as ``ScriptedOptions`` (the factory's ``options_model``): an unknown key, a rule without
+``match``/``reply``, an ``on`` other than ``user``/``system``/``any`` or a regex that does not
+compile is refused before a turn runs.
+
 A reply of the form ``!error:<kind>`` raises the typed ``BackendError`` of that kind
 (``timeout``, ``rate_limited``, ``auth``, ``session_expired``, ``unavailable``,
 ``bad_response``), so failure paths are tested without ever returning error text.
@@ -19,7 +23,9 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field, field_validator
 
 from ora_core import hookimpl
 from ora_core.api import (
@@ -33,6 +39,7 @@ from ora_core.api import (
     Completion,
     CompletionParams,
     Message,
+    PluginOptions,
 )
 
 ERRORS: dict[str, type[BackendError]] = {
@@ -121,18 +128,45 @@ class ScriptedBackend:
                           latency_s=time.perf_counter() - start, finish_reason=finish)
 
 
+class ScriptedRule(PluginOptions):
+    """One of ``options.rules``."""
+
+    match: str  # a regular expression (case-insensitive, dot matches newlines)
+    reply: str
+    on: Literal["user", "system", "any"] = "user"  # which message the regex reads
+
+    @field_validator("match")
+    @classmethod
+    def _compiles(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"bad regular expression {value!r}: {exc}") from None
+        return value
+
+
+class ScriptedOptions(PluginOptions):
+    """``[backends.<name>] options`` of a ``scripted`` backend (the factory's ``options_model``)."""
+
+    rules: list[ScriptedRule] = Field(default_factory=list)
+    replies: list[str] = Field(default_factory=list)
+    default: str = DEFAULT_REPLY
+    latency_s: float = Field(default=0.0, ge=0)
+
+
 class ScriptedFactory:
     name = "scripted"
+    options_model = ScriptedOptions
 
     def create(self, settings: Any) -> ScriptedBackend:
-        opts = dict(settings.options)
+        opts = ScriptedOptions.from_table(dict(settings.options), "options")
         return ScriptedBackend(
             model=settings.model or "scripted-1",
             family=settings.family or "scripted",
-            rules=opts.get("rules", ()),
-            replies=opts.get("replies", ()),
-            default=opts.get("default", DEFAULT_REPLY),
-            latency_s=float(opts.get("latency_s", 0.0)),
+            rules=[rule.model_dump() for rule in opts.rules],
+            replies=opts.replies,
+            default=opts.default,
+            latency_s=opts.latency_s,
         )
 
 

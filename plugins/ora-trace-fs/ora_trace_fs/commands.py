@@ -1,4 +1,4 @@
-"""``ora trace ls``, ``ora trace show [TURN]`` and ``ora health``."""
+"""``ora trace ls``, ``ora trace show [TURN]``, ``ora trace view [TURN]`` and ``ora health [--html]``."""
 
 from __future__ import annotations
 
@@ -37,8 +37,7 @@ def _console() -> Any:
 def register(cli: typer.Typer, ora: Any) -> None:
     global _ora
     _ora = ora
-    trace_app = typer.Typer(help="The forensic trace: list and show traced turns.", no_args_is_help=True)
-    cli.add_typer(trace_app, name="trace")
+    trace_app = ora.group("trace", help="The forensic trace: list, show and view traced turns.")
 
     @trace_app.command("ls")
     def trace_ls(
@@ -93,23 +92,116 @@ def register(cli: typer.Typer, ora: Any) -> None:
             return
         _render_turn(data, brief=brief)
 
+    @trace_app.command("view")
+    def trace_view(
+        turn: Optional[str] = typer.Argument(None, help="Turn id, unique prefix, or directory (default: latest)."),
+        output: Optional[str] = typer.Option(None, "--output", "-o",
+                                             help="Where to write the page (default: view.html in the turn's "
+                                                  "directory)."),
+        open_page: bool = typer.Option(False, "--open", help="Open the page in the browser."),
+        root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
+    ) -> None:
+        """Write one traced turn as a self-contained HTML page (failure first) and print its path."""
+        from .reading import TraceReadError, find_turn
+        from .views import write_page
+        from .views.dashboard import VIEW_NAME
+        from .views.turn import render_turn_view
+
+        try:
+            path = find_turn(_root(root), turn)
+            html = render_turn_view(path)
+        except TraceReadError as exc:
+            raise _fail(str(exc)) from None
+        target = Path(output).expanduser() if output else path / VIEW_NAME
+        try:
+            write_page(target, html)
+        except OSError as exc:
+            raise _fail(f"cannot write {target}: {type(exc).__name__}: {exc}") from None
+        typer.echo(str(target))
+        if open_page:
+            _open_in_browser(target)
+
     @cli.command("health")
     def health(
         as_json: bool = typer.Option(False, "--json", help="Print JSON."),
         since: Optional[str] = typer.Option(None, "--since", help="Only turns since 7d, 12h, or an ISO date."),
+        html: bool = typer.Option(False, "--html", help="Write the dashboard (one HTML file) and print its path."),
+        output: Optional[str] = typer.Option(None, "--output", "-o",
+                                             help="Where --html writes (default: health.html in the trace root)."),
+        limit: int = typer.Option(500, "--limit", "-n", min=1, help="--html: turns in the listing, newest first."),
+        views: bool = typer.Option(False, "--views", help="--html: also render the view of each listed turn that "
+                                                         "has none."),
+        rebuild_index: bool = typer.Option(False, "--rebuild-index",
+                                           help="Read every turn from its files and rewrite the index."),
+        open_page: bool = typer.Option(False, "--open", help="--html: open the dashboard in the browser."),
         root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
     ) -> None:
-        """Step health over many turns: runs, pass, fail, broken, degraded %, top contingencies."""
+        """Step health over many turns: runs, pass, fail, broken, degraded %, latency, top contingencies;
+        turns still open counted apart (running, interrupted). --html: the dashboard."""
         from .reading import TraceReadError, aggregate_health, parse_since
 
+        base = _root(root)
         try:
-            report = aggregate_health(_root(root), since=parse_since(since))
+            since_at = parse_since(since)
         except TraceReadError as exc:
             raise _fail(str(exc)) from None
+        if html:
+            _write_dashboard(base, since_at, output, limit=limit, views=views, rebuild=rebuild_index,
+                             open_page=open_page)
+            return
+        report = aggregate_health(base, since=since_at, rebuild_index=rebuild_index)
+        for note in (report.get("index") or {}).get("notes", []):
+            typer.echo(f"ora: index: {note}", err=True)
         if as_json:
             typer.echo(json.dumps(report, indent=2))
             return
         _render_health(report)
+
+
+def _write_dashboard(root: Path, since: Any, output: Optional[str], *, limit: int, views: bool, rebuild: bool,
+                     open_page: bool) -> None:
+    from .views import write_page
+    from .views.dashboard import render_dashboard
+
+    if not root.is_dir():
+        raise _fail(f"no trace root at {root}: no turn has been traced there (see trace.root in `ora config show`)")
+    target = Path(output).expanduser() if output else root / "health.html"
+    page, context = render_dashboard(root, since=since, limit=limit, rebuild=rebuild, page_dir=target.parent,
+                                     views=views)
+    for note in context["notes"]:
+        typer.echo(f"ora: index: {note}", err=True)
+    for problem in context["view_errors"]:
+        typer.echo(f"ora: view: {problem}", err=True)
+    try:
+        write_page(target, page)
+    except OSError as exc:
+        raise _fail(f"cannot write {target}: {type(exc).__name__}: {exc}") from None
+    report = context["report"]
+    typer.echo(str(target))
+    opened = report["open_turns"]
+    typer.echo(f"{report['turns']} closed turn(s), {opened['running']} running, {opened['interrupted']} interrupted, "
+               f"{opened['incomplete']} incomplete; {context['index'].get('from_index', 0)} from the index, "
+               f"{context['index'].get('rebuilt', 0)} read from their files; {context['seconds']:.2f} s", err=True)
+    if open_page:
+        _open_in_browser(target)
+
+
+def _open_in_browser(path: Path) -> None:
+    """``webbrowser.open`` of the file's URL. Without a configured browser (or a display) nothing
+    opens: that is said, and the command still succeeds (the file is written)."""
+    import os
+    import webbrowser
+
+    url = path.resolve().as_uri()
+    try:
+        opened = webbrowser.open(url)
+        why = "no browser is configured"
+    except webbrowser.Error as exc:
+        opened, why = False, f"{type(exc).__name__}: {exc}"
+    if not opened:
+        display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+        typer.echo(f"ora: could not open a browser ({why}{'' if display else '; there is no display'}); "
+                   f"the page is at {url} (set $BROWSER to choose one)", err=True)
 
 
 def _render_turn(data: dict[str, Any], *, brief: bool) -> None:
@@ -121,11 +213,14 @@ def _render_turn(data: dict[str, Any], *, brief: bool) -> None:
     turn = data["turn"]
     head = [
         f"prompt: {turn.get('prompt')}",
-        f"status: {turn.get('status')}   mode: {turn.get('mode') or '-'}   gear: {turn.get('gear') or '-'}",
+        f"status: {data.get('status', turn.get('status'))}   mode: {turn.get('mode') or '-'}   "
+        f"gear: {turn.get('gear') or '-'}",
         f"conversation: {turn.get('conversation_id')}   config: {turn.get('config_hash')}",
         f"started: {turn.get('started_at')}   total: {(turn.get('timings') or {}).get('total_s', '?')} s",
         f"path: {data['path']}",
     ]
+    if data.get("status_why"):
+        head.append(f"{data['status']}: {data['status_why']}")
     if turn.get("question"):
         head.append(f"clarification needed: {turn['question']}")
     if turn.get("trace_write_errors"):
@@ -168,13 +263,21 @@ def _render_health(report: dict[str, Any]) -> None:
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(report["statuses"].items())) or "none"
     console.print(f"{report['turns']} turn(s) under {report['root']}"
                   + (f" since {report['since']}" if report["since"] else "") + f" — {statuses}")
+    opened = report.get("open_turns") or {}
+    if any(opened.values()):
+        console.print(f"not closed, counted apart: {opened.get('running', 0)} running, "
+                      f"{opened.get('interrupted', 0)} interrupted (their process died before closing them), "
+                      f"{opened.get('incomplete', 0)} incomplete (no lock file: cannot be told)")
+    for line in report.get("headlines") or []:
+        console.print(f"  {line['text']}")
     table = Table(title="Step health")
-    for col in ("step", "runs", "pass", "fail", "broken", "degraded %", "most frequent contingencies"):
+    for col in ("step", "runs", "pass", "fail", "broken", "degraded %", "median s", "p95 s",
+                "most frequent contingencies"):
         table.add_column(col, overflow="fold")
     for name, s in report["steps"].items():
         top = ", ".join(f"{c['name']} ×{c['count']}" for c in s["top_contingencies"][:3]) or "-"
         table.add_row(name, str(s["runs"]), str(s["pass"]), str(s["fail"]), str(s["broken"]),
-                      f"{s['degraded_pct']:.1f}", top)
+                      f"{s['degraded_pct']:.1f}", f"{s['latency_median_s']:.3g}", f"{s['latency_p95_s']:.3g}", top)
     console.print(table)
     for problem in report["unreadable"]:
         typer.echo(f"unreadable: {problem}", err=True)

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+
+from .liveness import turn_liveness
 
 _RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -26,13 +27,16 @@ class TurnSummary:
     started_at: datetime | None
     doc: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    status: str = ""  # turn.json's status, or for a turn still open: running | interrupted | incomplete
+    status_why: str = ""  # why an open turn has that status
 
     def as_row(self) -> dict[str, Any]:
         return {
             "turn_id": self.turn_id,
             "conversation_id": self.conversation_id,
             "started_at": self.started_at.isoformat() if self.started_at else None,
-            "status": self.doc.get("status", "unreadable" if self.error else "?"),
+            "status": self.status or self.doc.get("status", "unreadable" if self.error else "?"),
+            "status_why": self.status_why or None,
             "mode": self.doc.get("mode"),
             "gear": self.doc.get("gear"),
             "contingencies": len(self.doc.get("contingencies") or []),
@@ -66,7 +70,8 @@ def _turn_dirs(root: Path) -> list[Path]:
             if d.is_dir() and (d / "turn.json").exists()]
 
 
-def _load_json(path: Path) -> dict[str, Any]:
+def load_json(path: Path) -> dict[str, Any]:
+    """A trace's JSON file; ``TraceReadError`` naming the file and why it cannot be read."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -81,15 +86,40 @@ def list_turns(root: Path, *, conversation: str | None = None, since: datetime |
             continue
         summary = TurnSummary(path=d, turn_id=d.name, conversation_id=d.parent.name, started_at=None)
         try:
-            summary.doc = _load_json(d / "turn.json")
+            summary.doc = load_json(d / "turn.json")
             summary.started_at = datetime.fromisoformat(summary.doc["started_at"])
         except (TraceReadError, KeyError, ValueError) as exc:
             summary.error = str(exc)
         if since and summary.started_at and summary.started_at < since:
             continue
+        if summary.doc.get("status") == "running":
+            summary.status, summary.status_why = open_turn_status(d, summary.doc)
+            if summary.status == "closed":  # it closed while we looked
+                summary.doc = load_json(d / "turn.json")
+                summary.status, summary.status_why = "", ""
         turns.append(summary)
     epoch = datetime.min.replace(tzinfo=timezone.utc)
     return sorted(turns, key=lambda t: (t.started_at or epoch, t.turn_id), reverse=True)
+
+
+#: What ``ora trace ls``, ``trace show`` and ``ora health`` call a turn still open whose liveness
+#: cannot be told (a trace written before the lock file existed): never guessed from its age.
+UNKNOWN_OPEN = "incomplete"
+
+
+def open_turn_status(path: Path, doc: dict[str, Any]) -> tuple[str, str]:
+    """The status of a turn whose ``turn.json`` says ``running``: ``running`` (its process holds
+    the turn's lock), ``interrupted`` (its process died before closing it), ``incomplete``
+    (cannot be told), or ``closed`` (its closing ``turn.json`` landed while we looked); and why."""
+    report = turn_liveness(path, doc)
+    if report.state == "running":
+        return "running", report.why
+    try:
+        if load_json(path / "turn.json").get("status") != "running":
+            return "closed", ""
+    except TraceReadError as exc:
+        return UNKNOWN_OPEN, str(exc)
+    return ("interrupted" if report.state == "interrupted" else UNKNOWN_OPEN), report.why
 
 
 def find_turn(root: Path, ref: str | None) -> Path:
@@ -113,12 +143,19 @@ def find_turn(root: Path, ref: str | None) -> Path:
 
 
 def load_turn(path: Path) -> dict[str, Any]:
-    """turn.json, step-health.json and every step document of one turn directory."""
-    turn = _load_json(path / "turn.json")
-    health = _load_json(path / "step-health.json") if (path / "step-health.json").exists() else None
+    """turn.json, step-health.json and every step document of one turn directory, with the turn's
+    status (for a turn still open: ``running``, ``interrupted`` or ``incomplete``, and why)."""
+    turn = load_json(path / "turn.json")
+    status, why = str(turn.get("status") or "?"), ""
+    if status == "running":
+        status, why = open_turn_status(path, turn)
+        if status == "closed":  # it closed while we looked
+            turn = load_json(path / "turn.json")
+            status, why = str(turn.get("status") or "?"), ""
+    health = load_json(path / "step-health.json") if (path / "step-health.json").exists() else None
     steps = []
     for f in sorted(path.glob("[0-9]*-*.json")):
-        doc = _load_json(f)
+        doc = load_json(f)
         md = f.with_suffix(".md")
         steps.append({"file": f.name, "doc": doc, "markdown": md.read_text(encoding="utf-8") if md.exists() else None})
     logs = {}
@@ -126,54 +163,20 @@ def load_turn(path: Path) -> dict[str, Any]:
         p = path / name
         logs[name] = [json.loads(line) for line in p.read_text(encoding="utf-8").splitlines() if line.strip()] \
             if p.exists() else None
-    return {"path": str(path), "turn": turn, "step_health": health, "steps": steps, "logs": logs}
+    return {"path": str(path), "status": status, "status_why": why, "turn": turn, "step_health": health,
+            "steps": steps, "logs": logs}
 
 
-def aggregate_health(root: Path, *, since: datetime | None = None) -> dict[str, Any]:
-    """Step health over every turn under ``root`` (since a time): per step runs, pass, fail,
-    broken, skipped, degraded share and the most frequent contingencies."""
-    per_step: dict[str, dict[str, Any]] = {}
-    statuses: Counter[str] = Counter()
-    all_contingencies: Counter[str] = Counter()
-    unreadable: list[str] = []
-    turns = 0
-    for summary in list_turns(root, since=since):
-        health_path = summary.path / "step-health.json"
-        if not health_path.exists():
-            statuses["incomplete"] += 1
-            continue
-        try:
-            health = _load_json(health_path)
-        except TraceReadError as exc:
-            unreadable.append(str(exc))
-            continue
-        turns += 1
-        statuses[health.get("status") or "?"] += 1
-        all_contingencies.update(health.get("contingencies") or [])
-        for step in health.get("steps") or []:
-            name = step.get("step", "?")
-            agg = per_step.setdefault(name, {"runs": 0, "pass": 0, "fail": 0, "broken": 0, "skipped": 0,
-                                             "degraded": 0, "_contingencies": Counter()})
-            agg["runs"] += 1
-            verdict = step.get("verdict", "OK")
-            key = {"PASS": "pass", "OK": "pass", "FAIL": "fail", "BROKEN": "broken", "SKIPPED": "skipped",
-                   "DEGRADED": "pass"}.get(verdict, "pass")
-            agg[key] += 1
-            if step.get("degraded") or verdict == "DEGRADED":
-                agg["degraded"] += 1
-            agg["_contingencies"].update(step.get("contingencies") or [])
-    steps = {}
-    for name, agg in sorted(per_step.items()):
-        counter = agg.pop("_contingencies")
-        agg["degraded_pct"] = round(100.0 * agg["degraded"] / agg["runs"], 1) if agg["runs"] else 0.0
-        agg["top_contingencies"] = [{"name": n, "count": c} for n, c in counter.most_common(5)]
-        steps[name] = agg
-    return {
-        "root": str(root),
-        "since": since.isoformat() if since else None,
-        "turns": turns,
-        "statuses": dict(statuses),
-        "steps": steps,
-        "top_contingencies": [{"name": n, "count": c} for n, c in all_contingencies.most_common(10)],
-        "unreadable": unreadable,
-    }
+def aggregate_health(root: Path, *, since: datetime | None = None, rebuild_index: bool = False) -> dict[str, Any]:
+    """Step health over every turn under ``root`` (since a time), from the index beside the traces
+    (``index``; turns missing from it are read from their files and added, and the report says
+    so): per step runs, pass, fail, broken, skipped, degraded share, latency, the most frequent
+    contingencies; turns still open counted apart as running, interrupted or incomplete."""
+    from .health import HealthAggregate
+    from .index import scan
+
+    aggregate = HealthAggregate()
+    found = scan(root, aggregate.add, since=since, rebuild=rebuild_index, liveness=open_turn_status)
+    for open_turn in found.open_turns:
+        aggregate.add_open(open_turn)
+    return aggregate.report(root=root, since=since, scan=found)

@@ -26,6 +26,11 @@ disk is whole. More than ``max_pending_turns`` (default 64) finished turns waiti
 writer: the closing turn commits its own files, as with ``turn`` (a slow disk slows turns rather
 than filling memory). Interpreter exit commits what is left (``atexit``); ``flush()`` commits now.
 
+While a turn is open its directory holds ``.turn.lock``, locked by this process (``liveness``: a
+reader tells a running turn from one whose process died). When a turn closes, after its files
+(behind their barrier), its line is appended to ``<root>/.ora-index.jsonl`` (``index``: what ``ora
+health`` reads) and then its lock is let go.
+
 A write that fails is printed on stderr as it happens, and the errors are returned by
 ``close_turn`` so the kernel marks the turn's tracing as degraded. The run never breaks. With
 ``async``, an error found while committing a turn that has already returned is printed on stderr
@@ -46,6 +51,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Any
 
+from . import index
 from .encoding import compact, pretty_bytes, remembering
 from .files import (
     SYNCFS_AVAILABLE,
@@ -56,6 +62,8 @@ from .files import (
     sync_dir_filesystem,
     write_files,
 )
+from .liveness import LOCK_NAME, TurnLock
+from .options import TraceFsOptions
 from .render import render_step_markdown
 
 JSONL_BY_KIND = {
@@ -125,6 +133,13 @@ class TurnWriter:
         self.staged: dict[str, Callable[[], bytes]] = {}
         self.pending: deque[Any] = deque()  # events queued by the pipeline, not yet handled
         self.opened = False
+        # Held while the turn is open: a reader tells a running turn from one whose process died
+        # (``liveness``). Let go, with the turn's index line written, once its files are closed.
+        self.lock: TurnLock | None = None
+        self.streams: set[str] = set()  # the streams its steps worked in (Gear 4: depth, breadth)
+        self.coverage_steps: set[str] = set()  # steps whose output named a coverage gap
+        self.supplements: list[dict[str, Any]] = []
+        self.index_line: bytes | None = None  # built when the turn finishes; appended at its close
 
     # --- errors and redaction ----------------------------------------------------------------
 
@@ -207,6 +222,11 @@ class TurnWriter:
         except OSError as exc:
             self.error(f"cannot create the trace directory {self.dir}", exc)
             return
+        try:
+            self.lock = TurnLock.acquire(self.dir, self.info.turn_id)
+        except OSError as exc:
+            self.error(f"cannot create {self._prefix}{LOCK_NAME} (without it an interrupted turn cannot be told "
+                       "from a running one)", exc)
         for name in JSONL_BY_KIND.values():
             self.append_touch(name)
         self.write_json("turn.json", self.turn_document(status="running"), pretty=True)
@@ -227,6 +247,7 @@ class TurnWriter:
                 "started_at": event.at.isoformat(), "input": data.get("input", {}), "events": [],
             }
             self.write_json(self.step_file(step, event.step_index) + "json", doc)
+            self.streams.add(index.step_stream(doc["input"]))
             return
         if kind == "step_finished":
             step = event.step
@@ -235,6 +256,8 @@ class TurnWriter:
             doc.update(status="finished", finished_at=event.at.isoformat(), output=data.get("output", {}),
                        health=health)
             self.timings[step] = (health or {}).get("latency_s", 0.0)
+            if index.output_has_coverage_gap(doc["output"]):
+                self.coverage_steps.add(step)
             stem = self.step_file(step, event.step_index)
             json_name = stem + "json"
             self.write_json(json_name, doc)
@@ -250,6 +273,8 @@ class TurnWriter:
         record = {"seq": event.seq, "at": event.at.isoformat(), "kind": kind, "step": event.step, **data}
         if kind in JSONL_BY_KIND:
             self.append(JSONL_BY_KIND[kind], record)
+            if kind == "supplement":
+                self.supplements.append(record)
         target = self.steps.get(event.step)
         (target["events"] if target is not None else self.turn_events).append(record)
 
@@ -274,6 +299,8 @@ class TurnWriter:
             "plugins": dict(info.plugins),
             "status": status,
         }
+        if self.lock is not None:
+            doc["lock_file"] = LOCK_NAME  # a reader finding it gone while this says running: interrupted
         if result is not None:
             calls = result.get("runtime_role_models") or []
             ledger = []
@@ -321,6 +348,30 @@ class TurnWriter:
                                  finished_at=finished.isoformat())
         doc["timings"]["total_s"] = round((finished - started).total_seconds(), 6)
         self.write_json("turn.json", doc, pretty=True)
+        try:
+            line = index.line_record(turn=doc, health=health, supplements=self.supplements,
+                                     coverage_steps=self.coverage_steps, multi_stream=len(self.streams - {""}) > 1,
+                                     directory=f"{self.dir.parent.name}/{self.dir.name}")
+            self.index_line = self.redact(index.encode(line))
+        except (ValueError, TypeError, KeyError) as exc:
+            self.error(f"cannot build the turn's line for {self.root / index.INDEX_NAME}", exc)
+
+    def seal(self) -> None:
+        """After the turn's closing files are written: its index line, then its lock let go (in
+        that order: a turn whose lock is gone is closed, or its process died)."""
+        line, self.index_line = self.index_line, None
+        if line is not None and self.usable:
+            try:
+                index.append(self.root, line)
+            except OSError as exc:
+                self.error(f"cannot add the turn to {self.root / index.INDEX_NAME} (ora health reads it from its "
+                           "files instead)", exc)
+        lock, self.lock = self.lock, None
+        if lock is not None:
+            try:
+                lock.release()
+            except OSError as exc:
+                self.error(f"cannot remove {lock.path}", exc)
 
     def close_logs(self) -> None:
         # With syncfs, one call later makes the logs durable with everything else.
@@ -475,6 +526,8 @@ class TraceFsSink:
         except Exception as exc:  # noqa: BLE001 - recorded on every turn of the batch, reported on stderr
             for writer in writers:
                 writer.error("writer failed at the end of a batch", exc)
+        for writer in closing:
+            writer.seal()
 
     def _process(self, writer: TurnWriter, op: str, payload: Any) -> None:
         try:
@@ -562,10 +615,9 @@ class TraceFsSink:
     # --- the TraceSink protocol -----------------------------------------------------------------
 
     def open_turn(self, turn: Any, ctx: Any) -> None:
-        options = (getattr(ctx.config, "plugins", {}) or {}).get(self.name, {})
+        options = TraceFsOptions.of(ctx, self.name)  # [plugins.trace-fs], declared in options.py
         durability = getattr(getattr(ctx.config, "trace", None), "durability", "turn")
-        writer = TurnWriter(turn, ctx, fsync=bool(options.get("fsync", True)),
-                            close_timeout_s=float(options.get("close_timeout_s", 30.0)),
+        writer = TurnWriter(turn, ctx, fsync=options.fsync, close_timeout_s=options.close_timeout_s,
                             durability="async" if durability == "async" else "turn")
         self._ensure_thread()
         self._turns[turn.turn_id] = writer

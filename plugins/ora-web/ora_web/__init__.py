@@ -21,3 +21,10 @@ def ora_register_retrievers(register: Callable[..., Any]) -> None:
     from .retriever import WebRetriever
 
     register(WebRetriever())
+
+
+@hookimpl
+def ora_register_options(register: Callable[..., Any]) -> None:
+    from .retriever import PLUGIN_NAME, WebSettings
+
+    register(WebSettings, table=PLUGIN_NAME)

@@ -12,6 +12,10 @@ Timeouts are explicit (``[plugins.web] timeout_s``, ``connect_timeout_s``). Ever
 
 ``index_empty`` does not apply: a search engine has no count to probe.
 
+The endpoint is named in errors and provenance with ``mask_url`` (a password or credential query
+parameter in it masked), and what the engine answered reaches an error only through
+``redact_text`` (a key it echoes back is replaced).
+
 Scores: the engine's score divided by the best score of the response (so 1.0 for the best
 result), or ``1 / rank`` when the engine gives none. A result is *approved* when its host is
 one of ``approved_domains`` (or a subdomain); approved results get ``retrieval.approved_weight``.
@@ -32,17 +36,20 @@ from ora_core.api import (
     ConfigError,
     EmptyDiagnosis,
     EmptyReason,
+    PluginOptions,
     Provenance,
     Retrieval,
     RetrievalError,
     RetrievalFilters,
+    mask_url,
+    redact_text,
 )
 
 PLUGIN_NAME = "web"
 
 
-class WebSettings(BaseModel):
-    """``[plugins.web]``."""
+class WebSettings(PluginOptions):
+    """``[plugins.web]``, declared to the kernel (``ora_register_options``)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -78,13 +85,9 @@ class SearchResponse(BaseModel):
 
 
 def load_settings(config: Any) -> WebSettings:
-    raw = (getattr(config, "plugins", None) or {}).get(PLUGIN_NAME, {})
-    try:
-        return WebSettings.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        raise ConfigError(err["msg"], field=f"plugins.{PLUGIN_NAME}.{loc}") from None
+    """``[plugins.web]`` as ``WebSettings`` (validated once per table content); a bad value is a
+    ``ConfigError`` naming the table and each bad key."""
+    return WebSettings.of(config, PLUGIN_NAME)
 
 
 def _host(url: str) -> str:
@@ -116,8 +119,9 @@ class WebRetriever:
         except ConfigError as exc:
             raise RetrievalError(f"web: {exc}") from exc
         response = self._search(endpoint, query, settings)
+        shown = mask_url(endpoint)
         result = self._rank(response, query, filters or RetrievalFilters(), max(1, int(k)), settings,
-                            config.retrieval.approved_weight, endpoint)
+                            config.retrieval.approved_weight, shown)
         result.latency_s = time.perf_counter() - started
         return result
 
@@ -128,24 +132,25 @@ class WebRetriever:
         if settings.language:
             params["language"] = settings.language
         timeout = httpx.Timeout(settings.timeout_s, connect=settings.connect_timeout_s)
+        shown = mask_url(endpoint)
         try:
             with httpx.Client(timeout=timeout, headers={"User-Agent": settings.user_agent,
                                                         "Accept": "application/json"}) as client:
                 reply = client.get(endpoint, params=params)
         except httpx.TimeoutException as exc:
-            raise RetrievalError(f"web search at {endpoint} timed out ({type(exc).__name__}, "
+            raise RetrievalError(f"web search at {shown} timed out ({type(exc).__name__}, "
                                  f"timeout {settings.timeout_s}s)") from exc
         except httpx.HTTPError as exc:
-            raise RetrievalError(f"web search at {endpoint} failed: {type(exc).__name__}: {exc}") from exc
+            raise RetrievalError(redact_text(f"web search at {shown} failed: {type(exc).__name__}: {exc}")) from exc
         if reply.status_code != 200:
-            raise RetrievalError(f"web search at {endpoint} answered HTTP {reply.status_code}: "
-                                 f"{reply.text[:200]!r}")
+            raise RetrievalError(f"web search at {shown} answered HTTP {reply.status_code}: "
+                                 f"{redact_text(reply.text[:200])!r}")
         try:
             return SearchResponse.model_validate_json(reply.content)
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"]) or "(body)"
-            raise RetrievalError(f"web search at {endpoint} answered something other than search JSON "
+            raise RetrievalError(f"web search at {shown} answered something other than search JSON "
                                  f"({where}: {first['msg']}); is format=json enabled on the instance?") from exc
 
     def _rank(self, response: SearchResponse, query: str, filters: RetrievalFilters, k: int,

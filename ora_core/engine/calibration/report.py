@@ -1,0 +1,83 @@
+"""Writing a calibration report: one file per renderer, named after the run.
+
+A renderer turns a ``CalibrationReport`` (everything the report shows; nothing else is read) into
+text: ``RENDERERS`` maps a format to ``(suffix, render)``. JSON is built in. The HTML report is a
+renderer module of its own, ``ora_core.engine.calibration.html`` exposing ``render(report) -> str``
+(and ``SUFFIX``), found when present (``renderers()``); adding it touches neither the metrics nor
+this module. A format whose renderer is missing or fails is named in ``Written.problems``, never
+skipped quietly.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ora_core.engine.calibration.models import CalibrationReport, CompareReport
+
+Render = Callable[[CalibrationReport], str]
+
+#: Formats whose renderer lives in a module of its own: format -> module (``render``, ``SUFFIX``).
+RENDERER_MODULES: dict[str, str] = {"html": "ora_core.engine.calibration.html"}
+
+
+def render_json(report: CalibrationReport | CompareReport) -> str:
+    return report.model_dump_json(by_alias=True, indent=2) + "\n"
+
+
+RENDERERS: dict[str, tuple[str, Render]] = {"json": (".json", render_json)}
+
+
+@dataclass
+class Written:
+    files: dict[str, Path] = field(default_factory=dict)  # format -> path
+    problems: dict[str, str] = field(default_factory=dict)  # format -> why it was not written
+
+
+def renderers() -> tuple[dict[str, tuple[str, Render]], dict[str, str]]:
+    """The renderers available now (built in, then the renderer modules found) and, for each module
+    format that is not available, why."""
+    found = dict(RENDERERS)
+    missing: dict[str, str] = {}
+    for fmt, module_name in RENDERER_MODULES.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            missing[fmt] = f"no {fmt.upper()} renderer is installed yet ({module_name})"
+            continue
+        found[fmt] = (getattr(module, "SUFFIX", f".{fmt}"), module.render)
+    return found, missing
+
+
+def write_reports(report: CalibrationReport, out_dir: Path, stem: str | None = None) -> Written:
+    """Every available format of ``report`` as ``<out_dir>/<stem><suffix>`` (stem: the run id)."""
+    stem = stem or report.run_id
+    available, missing = renderers()
+    written = Written(problems=dict(missing))
+    for fmt, (suffix, render) in available.items():
+        try:
+            text = render(report)
+        except Exception as exc:  # noqa: BLE001 - one renderer's failure is named; the others still write
+            written.problems[fmt] = f"the {fmt} renderer failed: {type(exc).__name__}: {exc}"
+            continue
+        path = out_dir / f"{stem}{suffix}"
+        write_atomic(path, text)
+        written.files[fmt] = path
+    return written
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write, then rename: a reader never sees half a report, a kill never leaves one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def load_report(path: str | Path) -> CalibrationReport:
+    return CalibrationReport.model_validate_json(Path(path).read_text(encoding="utf-8"))
