@@ -65,6 +65,7 @@ _EXPORTS: dict[str, str] = {
     "SignalKind": "ora_core.kernel.signals",
     "SIGNAL_EFFECTS": "ora_core.kernel.signals",
     "StandaloneContext": "ora_core.kernel.trace",
+    "TextAnalysis": "ora_core.kernel.detection",
     "Redactor": "ora_core.kernel.redaction",
     "Secret": "ora_core.kernel.redaction",
     "redact_text": "ora_core.kernel.redaction",
@@ -155,5 +156,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors only
     from ora_core.kernel.modes import Mode, ModeLibrary, load_modes
     from ora_core.kernel.redaction import Redactor, Secret, mask_url, redact_text
     from ora_core.kernel.signals import SIGNAL_EFFECTS, SignalKind
+    from ora_core.kernel.detection import TextAnalysis
     from ora_core.kernel.trace import StandaloneContext
     from ora_core.kits.lazy import LazyBackendFactory, LazyPattern, lazy_compile, lazy_exports
