@@ -100,13 +100,14 @@ def scripted_config(trace_root: Path | str | None = None, *, rules: list[dict[st
     return make_config(deep_merge(overrides, more))
 
 
-def cli_context(host: PluginHost) -> Any:
+def cli_context(host: PluginHost, app: Any = None) -> Any:
     """The ``CommandContext`` ``ora`` gives plugins' commands, over ``host``; the configuration is
-    the one the command line resolves (``-c``/``--config`` of the invocation)."""
+    the one the command line resolves (``-c``/``--config`` of the invocation); ``app`` (the root
+    typer app of ``build_app()``) lets commands share groups (``ora.group("trace")``)."""
     from ora_core.cli.state import load_resolved
     from ora_core.kernel.commands import CommandContext
 
-    return CommandContext(host, load_resolved)
+    return CommandContext(host, load_resolved, app=app)
 
 
 class RecordingSink:

@@ -17,6 +17,7 @@ way that can fail reported by name.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -40,15 +41,16 @@ ExportListener = Callable[[Sequence[ReadableSpan], "str | None"], None]
 
 
 class _ExportLog(logging.Handler):
-    """Collects what the exporter logs while one of our exports runs on this thread."""
+    """Collects, while one of our exports runs on this thread, what the exporter logs (its verdicts
+    and the errors it retried on) and what each of its requests met (``note``)."""
 
     def __init__(self) -> None:
         super().__init__(level=logging.DEBUG)
         self._local = threading.local()
 
     @contextmanager
-    def capture(self) -> Iterator[list[str]]:
-        lines: list[str] = []
+    def capture(self) -> Iterator[list[tuple[str, str]]]:
+        lines: list[tuple[str, str]] = []
         previous = getattr(self._local, "lines", None)
         self._local.lines = lines
         try:
@@ -56,14 +58,31 @@ class _ExportLog(logging.Handler):
         finally:
             self._local.lines = previous
 
+    def note(self, cause: str) -> None:
+        lines = getattr(self._local, "lines", None)
+        if lines is not None:
+            lines.append(("cause", cause))
+
     def emit(self, record: logging.LogRecord) -> None:
         lines = getattr(self._local, "lines", None)
         if lines is not None:
-            lines.append(record.getMessage())
-        elif record.levelno >= logging.WARNING:  # not ours: shown as it would be without this handler
+            lines.append(("log", record.getMessage()))
+        elif record.levelno >= logging.WARNING and not _other_handlers(record.name):
+            # not ours, and nothing else would show it: shown as it would be without this handler
             last_resort = logging.lastResort
             if last_resort is not None:
                 last_resort.handle(record)
+
+
+def _other_handlers(name: str) -> bool:
+    """A handler besides ours would take a record of logger ``name`` (the test ``logging`` makes before
+    falling back to its last-resort handler)."""
+    logger: logging.Logger | None = logging.getLogger(name)
+    while logger is not None:
+        if any(h is not _LOG for h in logger.handlers):
+            return True
+        logger = logger.parent if logger.propagate else None
+    return False
 
 
 _LOG = _ExportLog()
@@ -78,10 +97,52 @@ def _install_log() -> None:
                 logger.addHandler(_LOG)
 
 
-def reason_of(lines: list[str], fallback: str) -> str:
-    """The exporter's log lines of one failed export as one reason (each line once, in order)."""
-    text = "; ".join(dict.fromkeys(line.strip() for line in lines if line.strip())) or fallback
+_TRANSIENT = re.compile(
+    r"^Transient error (?P<cause>.*) encountered while exporting \w+ batch, retrying in [\d.]+s\.?$", re.S)
+
+
+def reason_of(lines: list[tuple[str, str]], fallback: str) -> str:
+    """What one failed export met, as one reason: the exporter's verdict first, then each cause (what a
+    request met, what it retried on) once, without retry delays, so two batches failing alike give the
+    same reason."""
+    verdicts: dict[str, None] = {}
+    noted: dict[str, None] = {}  # what the requests met: the exceptions themselves
+    retried: dict[str, None] = {}  # the same, as the exporter's retry warnings say it
+    for kind, line in lines:
+        line = line.strip()
+        match = _TRANSIENT.match(line) if kind == "log" else None
+        if kind == "cause":
+            noted[line] = None
+        elif match:
+            retried[match.group("cause")] = None
+        elif line:
+            verdicts[line] = None
+    causes = noted or retried
+    text = " ".join(verdicts) or fallback
+    if causes:
+        text += " Cause: " + "; ".join(causes)
     return text if len(text) <= MAX_REASON_CHARS else text[: MAX_REASON_CHARS - 1] + "…"
+
+
+def witness_session() -> Any:
+    """A ``requests.Session`` for the OTLP exporter that notes what each request met: the exporter
+    itself gives up with "timeout, max retries or shutdown" and no cause when no retry fits its timeout."""
+    import requests
+
+    class WitnessSession(requests.Session):
+        def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> Any:
+            try:
+                response = super().request(method, url, *args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - noted, then the exporter's own handling goes on
+                _LOG.note(f"{type(exc).__name__}: {exc}")
+                raise
+            if response.status_code >= 400:
+                body = (response.text or "").strip()[:200]
+                status = f"HTTP {response.status_code} {response.reason or ''}".strip()
+                _LOG.note(status + (f": {body}" if body else ""))
+            return response
+
+    return WitnessSession()
 
 
 class ReportingExporter(SpanExporter):
@@ -98,7 +159,7 @@ class ReportingExporter(SpanExporter):
             try:
                 result = self.inner.export(spans)
             except Exception as exc:  # noqa: BLE001 - an exporter bug is a failed export, named below
-                lines.append(f"the exporter raised {type(exc).__name__}: {exc}")
+                lines.append(("log", f"the exporter raised {type(exc).__name__}: {exc}"))
                 result = SpanExportResult.FAILURE
         reason = None
         if result is not SpanExportResult.SUCCESS:
@@ -168,7 +229,8 @@ def resource(options: OtelOptions) -> Resource:
 def otlp_exporter(url: str, options: OtelOptions) -> SpanExporter:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    return OTLPSpanExporter(endpoint=url, timeout=options.timeout_s, headers=dict(options.headers) or None)
+    return OTLPSpanExporter(endpoint=url, timeout=options.timeout_s, headers=dict(options.headers) or None,
+                            session=witness_session())
 
 
 def tracer_of(provider: TracerProvider) -> Any:

@@ -182,20 +182,23 @@ class OtelSink:
 
     def _drain(self, turn: _Turn) -> None:
         """Feed the turn's queued events to its span builder (under ``_lock``)."""
-        if turn.broken:
-            turn.events.clear()
-            return
-        if turn.spans is None:
-            from .spans import ContentPolicy, TurnSpans
-
-            turn.spans = TurnSpans(turn.pipeline.tracer, turn.pipeline.ids, turn_id=turn.info.turn_id,
-                                   conversation_id=turn.info.conversation_id, started_at=turn.info.started_at,
-                                   prompt=turn.info.prompt, content=ContentPolicy(turn.options.capture_content,
-                                                                                  turn.options.max_content_chars))
+        if turn.spans is None and not turn.broken:
+            self._guarded(turn, self._start_spans, turn)
         events = turn.events
         while events and not turn.broken:
             event = events.popleft()
-            self._guarded(turn, turn.spans.feed, event)
+            self._guarded(turn, turn.spans.feed, event)  # type: ignore[union-attr]
+        if turn.broken:
+            events.clear()
+
+    @staticmethod
+    def _start_spans(turn: _Turn) -> None:
+        from .spans import ContentPolicy, TurnSpans
+
+        info = turn.info
+        turn.spans = TurnSpans(turn.pipeline.tracer, turn.pipeline.ids, turn_id=info.turn_id,
+                               conversation_id=info.conversation_id, started_at=info.started_at, prompt=info.prompt,
+                               content=ContentPolicy(turn.options.capture_content, turn.options.max_content_chars))
 
     def _guarded(self, turn: _Turn, work: Any, *args: Any) -> None:
         try:

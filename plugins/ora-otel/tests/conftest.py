@@ -93,6 +93,9 @@ class Receiver:
     spans: list[ReceivedSpan] = field(default_factory=list)
     paths: list[str] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: Set to refuse every export with this HTTP status (and ``refusal`` as the body).
+    refuse_with: int = 0
+    refusal: str = "export refused"
 
     def take(self, path: str, body: bytes) -> None:
         request = ExportTraceServiceRequest()
@@ -132,9 +135,12 @@ def _serve(receiver: Receiver) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:  # noqa: N802 - the name http.server calls
             body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if self.path != "/v1/traces":
-                self.send_response(404)
+            if self.path != "/v1/traces" or receiver.refuse_with:
+                text = receiver.refusal.encode() if receiver.refuse_with else b""
+                self.send_response(receiver.refuse_with or 404)
+                self.send_header("Content-Length", str(len(text)))
                 self.end_headers()
+                self.wfile.write(text)
                 return
             receiver.take(self.path, body)
             answer = ExportTraceServiceResponse().SerializeToString()

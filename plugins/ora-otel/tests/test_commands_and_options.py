@@ -3,6 +3,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import ora_otel
 import ora_trace_fs
 import pytest
@@ -40,6 +45,14 @@ def test_both_plugins_commands_land_in_one_trace_group_whichever_registers_first
     for command in ("ls", "show", "view", "export", "otel"):
         assert f" {command} " in shown.stdout, shown.stdout
     assert help_text in shown.stdout  # the group is the first registrant's, created once
+
+
+def test_the_ora_command_line_gives_plugins_its_root_app_for_the_shared_group(tmp_path) -> None:
+    ora = str(Path(sys.executable).with_name("ora"))
+    env = {**os.environ, "ORA_PLUGINS": "trace-fs,otel", "ORA_CONFIG": str(tmp_path / "none.toml")}
+    shown = subprocess.run([ora, "trace", "--help"], capture_output=True, text=True, timeout=120, env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert all(f" {command} " in shown.stdout for command in ("ls", "show", "view", "export", "otel")), shown.stdout
 
 
 def test_group_returns_the_group_already_on_the_root_app_and_needs_one() -> None:

@@ -176,7 +176,24 @@ def test_a_failure_after_the_turn_returned_is_a_stderr_line_and_a_record(gear4, 
     assert line.startswith(f"ora: otel: turn {result.turn_id}: ") and f"not exported to {dead_url}/v1/traces" in line
     assert f"replay with `ora trace export --otlp {dead_url} {result.turn_id}`" in line
     [record] = _records(gear4.root)
-    assert record.endpoint == f"{dead_url}/v1/traces" and record.reason
+    assert record.endpoint == f"{dead_url}/v1/traces"
+    assert "Connection refused" in record.reason and "retrying in" not in record.reason
     assert [(t.turn_id, t.reported) for t in record.turns] == [(result.turn_id, "stderr")]
     # every span of the turn: itself, its steps, its model calls and its retrieval
     assert record.turns[0].spans == 1 + len(gear4.steps) + len(result.runtime_role_models) + 1
+
+
+def test_a_fault_in_building_the_spans_is_named_and_the_turn_is_fine(gear4, receiver, monkeypatch) -> None:
+    from ora_otel.spans import TurnSpans
+
+    def broken(self: Any, event: Any, at: int) -> None:
+        raise RuntimeError("no span for this retrieval")
+
+    monkeypatch.setattr(TurnSpans, "_on_retrieval", broken)
+    result, rt, sink = gear4.run(otel={"endpoint": receiver.url})
+    assert (result.status, result.gear) == ("ok", 4) and result.tracing_degraded
+    assert "trace sink 'otel' failed" in rt.stderr.getvalue()
+    assert ("building the turn's spans failed (RuntimeError: no span for this retrieval); the rest of it is not "
+            "exported") in rt.stderr.getvalue()
+    assert sink.flush(10)
+    assert {s.name for s in receiver.spans} >= {"phase-a", "pre-routing"}  # what was built before it went out

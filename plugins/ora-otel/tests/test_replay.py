@@ -64,6 +64,15 @@ def test_export_fails_naming_every_turn_it_could_not_send(gear4, dead_url) -> No
     assert "nosuchturn: no such turn under" in failure.message
 
 
+def test_a_collector_that_refuses_the_export_is_named_with_its_answer(gear4, receiver) -> None:
+    result, rt, _ = gear4.run()
+    receiver.refuse_with, receiver.refusal = 400, "unknown schema"
+    done = _export(rt.resolved, "--otlp", receiver.url, result.turn_id)
+    assert done.exit_code != 0
+    assert f"{result.turn_id} (" in done.exception.message
+    assert "HTTP 400 Bad Request: unknown schema" in done.exception.message
+
+
 def test_export_failed_sends_what_the_live_export_lost_and_only_once(gear4, dead_url, receiver) -> None:
     result, rt, sink = gear4.run(otel={"endpoint": dead_url, "export_interval_s": 60, "timeout_s": 0.5})
     assert sink.flush(10)
