@@ -171,6 +171,17 @@ def test_no_trace_sink_sees_a_secret_in_events_or_in_the_turn_info(resolved: Any
     assert turn.redact(f"k={API_KEY}") == "k=[REDACTED]"
 
 
+def test_error_text_in_events_is_scrubbed_of_credential_shapes_even_without_configured_secrets() -> None:
+    sink = RecordingSink()
+    turn = TurnContext(prompt="q", config=make_config({}).config, config_hash="h", sinks=[sink]).open()
+    turn.contingency("context-web-rag-failure-empty-context", "context-assembly",
+                     "web: answered 401: Invalid credentials: Bearer abcd1234efgh5678ijkl")
+    turn.emit("rag_failure", step="context-assembly", stream="web", message="GET /s?api_key=QQ12345678 refused")
+    seen = json.dumps([e.data for e in sink.events])
+    assert "abcd1234efgh5678ijkl" not in seen and "QQ12345678" not in seen
+    assert "Bearer [REDACTED:bearer-token]" in seen and "api_key=[REDACTED:credential]" in seen
+
+
 def test_a_backend_error_scrubs_what_the_server_echoed_and_the_kernel_replaces_the_configured_rest(
         resolved: Any) -> None:
     error = BackendAuthError("refused: Invalid credentials: Bearer sk-echoed-abcdefghijklmnop1234",

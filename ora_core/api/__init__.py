@@ -132,6 +132,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors only
         Verifier,
     )
     from ora_core.kernel.config import PluginOptions, ResolvedConfig, user_config_dir, user_data_dir
+    from ora_core.kernel.detection import TextAnalysis
     from ora_core.kernel.errors import (
         BackendAuthError,
         BackendBadResponse,
@@ -156,6 +157,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors only
     from ora_core.kernel.modes import Mode, ModeLibrary, load_modes
     from ora_core.kernel.redaction import Redactor, Secret, mask_url, redact_text
     from ora_core.kernel.signals import SIGNAL_EFFECTS, SignalKind
-    from ora_core.kernel.detection import TextAnalysis
     from ora_core.kernel.trace import StandaloneContext
     from ora_core.kits.lazy import LazyBackendFactory, LazyPattern, lazy_compile, lazy_exports

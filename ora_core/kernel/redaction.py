@@ -34,20 +34,14 @@ masks it by its place all the same.
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
-from urllib.parse import parse_qsl, quote, unquote, urlsplit, urlunsplit
+from functools import cache
+from typing import Any, NamedTuple
 
-try:  # the fast "does this event hold a secret at all?" (see ``Redactor.data``)
-    import orjson as _orjson
-except ImportError:  # pragma: no cover - the pure-Python walk answers the same question
-    _orjson = None
+# This module is imported by ``errors`` (so by every ``ora`` command, ``--help`` included): what it
+# needs beyond ``re`` (base64, json, urllib, orjson, its compiled patterns) is loaded on first use.
 
 MIN_SECRET_CHARS = 4
 #: A cookie's values are often short flags (``lang=en``): only long ones are treated as secrets.
@@ -57,20 +51,18 @@ MASK = "**********"
 
 #: A ``headers`` entry whose name holds one of these is a credential (``X-Api-Key``, ``Cookie``,
 #: ``Proxy-Authorization``, ``X-Auth-Token``, ``X-Session-Id``...).
-_HEADER_WORDS = re.compile(r"key|token|secret|passw|pwd|auth|cookie|session|signature|credential", re.I)
+_HEADER_WORDS = ("key", "token", "secret", "passw", "pwd", "auth", "cookie", "session", "signature", "credential")
 #: A configuration key (outside ``headers``) that names a credential: whole segments, so that
 #: ``max_tokens`` and ``keepalive_expiry_s`` are not one.
 _KEY_SEGMENTS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "pwd", "passphrase",
                            "credential", "credentials", "auth", "authorization", "cookie", "cookies",
                            "signature", "sessionid", "bearer"})
-_QUERY_WORDS = re.compile(r"^(?:.*[-_])?(?:key|apikey|token|secret|password|passwd|pwd|sig|signature|auth|"
-                          r"credential|credentials|session|sessionid|code)$", re.I)
-_SCHEMES = re.compile(r"^\s*(Bearer|Token|Basic|Digest|ApiKey|Key)\s+(\S+)\s*$", re.I)
-_KIND_CHARS = re.compile(r"[^a-z0-9]+")
+_QUERY_WORDS = frozenset({"key", "apikey", "token", "secret", "password", "passwd", "pwd", "sig", "signature", "auth",
+                          "credential", "credentials", "session", "sessionid", "code"})
+_SCHEMES = frozenset({"bearer", "token", "basic", "digest", "apikey", "key"})
 
 
-@dataclass(frozen=True, slots=True)
-class Secret:
+class Secret(NamedTuple):
     """One secret value and what it is (``api-key``, ``authorization-header``, ``url-password``)."""
 
     value: str
@@ -83,7 +75,7 @@ def marker(kind: str) -> str:
 
 
 def _kind(*parts: str) -> str:
-    return "-".join(p for p in (_KIND_CHARS.sub("-", part.lower()).strip("-") for part in parts) if p)
+    return "-".join(p for p in (re.sub(r"[^a-z0-9]+", "-", part.lower()).strip("-") for part in parts) if p)
 
 
 def credential_key(name: str) -> bool:
@@ -95,16 +87,20 @@ def credential_key(name: str) -> bool:
 
 def credential_header(name: str) -> bool:
     """``name`` (an HTTP header) carries a credential."""
-    return bool(_HEADER_WORDS.search(name))
+    lowered = name.lower()
+    return any(word in lowered for word in _HEADER_WORDS)
 
 
 def credential_param(name: str) -> bool:
     """``name`` (a URL query parameter) carries a credential: ``api_key``, ``access_token``, ``sig``."""
-    return bool(_QUERY_WORDS.match(name.strip()))
+    return re.split(r"[-_]", name.strip().lower())[-1] in _QUERY_WORDS
 
 
 def spellings(value: str) -> Iterator[str]:
     """``value`` as it can appear in output: as written, percent-encoded (in a URL), JSON-escaped."""
+    import json
+    from urllib.parse import quote
+
     yield value
     yield quote(value, safe="")
     yield quote(value)  # in a path: the slashes kept
@@ -117,11 +113,11 @@ def header_secrets(name: str, value: str, kind: str | None = None) -> list[Secre
     scheme, a Basic header's ``user:password`` and password, each long cookie value."""
     kind = kind or _kind(name, "header")
     found = [Secret(value, kind)]
-    scheme = _SCHEMES.match(value)
-    if scheme:
-        token = scheme.group(2)
+    words = value.split()
+    if len(words) == 2 and words[0].lower() in _SCHEMES:
+        token = words[1]
         found.append(Secret(token, kind))
-        if scheme.group(1).lower() == "basic":
+        if words[0].lower() == "basic":
             found += _basic_parts(token, kind)
     if "cookie" in name.lower():
         for part in value.split(";"):
@@ -132,6 +128,9 @@ def header_secrets(name: str, value: str, kind: str | None = None) -> list[Secre
 
 
 def _basic_parts(token: str, kind: str) -> list[Secret]:
+    import base64
+    import binascii
+
     try:
         decoded = base64.b64decode(token, validate=True).decode("utf-8")
     except (binascii.Error, ValueError):
@@ -145,6 +144,9 @@ def url_secrets(url: str) -> list[Secret]:
     base64, what a client sends as Basic auth) and its credential-like query parameters."""
     if "://" not in url:
         return []
+    import base64
+    from urllib.parse import parse_qsl, quote, unquote, urlsplit
+
     try:
         parts = urlsplit(url.strip())
         password = parts.password
@@ -170,6 +172,8 @@ def mask_url(url: str) -> str:
     name, host, path and other parameters kept): what ``config show`` and tables print."""
     if "://" not in url:
         return url
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
     try:
         parts = urlsplit(url)
         password = parts.password
@@ -280,35 +284,39 @@ def _expand(secrets: Iterable[Secret | str]) -> dict[str, str]:
 
 # --- shapes: credentials nobody configured, in error text -------------------------------------
 
-def _rule(triggers: tuple[str, ...], pattern: str) -> tuple[tuple[str, ...], re.Pattern[str]]:
-    return triggers, re.compile(pattern)
+_Rules = tuple[tuple[tuple[str, ...], "re.Pattern[str]"], ...]
 
 
 # Each shape with the lower-case literals one of which any match contains: the text is searched with
 # ``in`` (C speed) and a shape's regex runs only where one is there (a regex over every line of
 # standard error costs ~40 ns a character; the literal checks cost ~1 µs for a typical line).
 _NOT_DONE = r"(?!\[REDACTED)"
-_SHAPE_RULES: tuple[tuple[tuple[str, ...], re.Pattern[str]], ...] = (
-    _rule(("://",), rf"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@'\"<>]*:)(?P<urlpw>{_NOT_DONE}[^\s/@'\"<>\\]+)(?=@)"),
-    _rule(("key", "auth", "cookie", "passw", "secret", "token"),
+_SHAPE_SOURCES: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("://",), rf"(?P<url>\b[A-Za-z][A-Za-z0-9+.-]*://[^\s/:@'\"<>]*:)(?P<urlpw>{_NOT_DONE}[^\s/@'\"<>\\]+)(?=@)"),
+    (("key", "auth", "cookie", "passw", "secret", "token"),
           r"(?P<pair>[\"']?\b(?i:x-api-key|api-key|apikey|api_key|x-auth-token|auth-token|auth_token|authorization|"
           r"proxy-authorization|cookie|set-cookie|password|passwd|client_secret|client-secret|access_token|"
           r"refresh_token|id_token|secret_key|private_key)[\"']?\s*[:=]\s*[\"']?)"
           rf"(?P<pairv>{_NOT_DONE}(?i:(?:bearer|basic|token|digest)\s+)?{_NOT_DONE}[^\s\"',;&<>\\]{{4,}})"),
-    _rule(("bearer", "token"),
+    (("bearer", "token"),
           r"(?P<scheme>\b(?i:bearer|token)\s+)(?P<token>(?=[A-Za-z._~+/=-]*\d)[A-Za-z0-9._~+/=-]{8,})"),
-    _rule(("basic",), r"(?P<basic>\b(?i:basic)\s+)(?P<b64>[A-Za-z0-9+/]{8,}={0,2})"),
-    _rule(("sk-",), r"(?P<sk>\bsk-[A-Za-z0-9_-]{16,})"),
-    _rule(("eyj",), r"(?P<jwt>\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"),
-    _rule(("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "akia", "aiza", "glpat-"),
+    (("basic",), r"(?P<basic>\b(?i:basic)\s+)(?P<b64>[A-Za-z0-9+/]{8,}={0,2})"),
+    (("sk-",), r"(?P<sk>\bsk-[A-Za-z0-9_-]{16,})"),
+    (("eyj",), r"(?P<jwt>\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})"),
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "xox", "akia", "aiza", "glpat-"),
           r"(?P<vendor>\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,}|xox[abposr]-[A-Za-z0-9-]{10,}"
           r"|AKIA[0-9A-Z]{16}|AIza[0-9A-Za-z_-]{35}|glpat-[A-Za-z0-9_-]{20,}))"),
-    _rule(("key=", "token=", "secret=", "passw", "pwd=", "sig=", "signature=", "sessionid=", "session_id=",
+    (("key=", "token=", "secret=", "passw", "pwd=", "sig=", "signature=", "sessionid=", "session_id=",
            "session-id="),
           r"(?P<param>\b(?i:api[_-]?key|apikey|access[_-]?token|auth[_-]?token|refresh[_-]?token|id[_-]?token|"
           r"token|key|secret|client[_-]?secret|password|passwd|pwd|sig|signature|session[_-]?id|sessionid)=)"
           rf"(?P<paramv>{_NOT_DONE}[^&\s'\"<>#,;\\]{{4,}})"),
 )
+
+
+@cache
+def _shape_rules() -> _Rules:
+    return tuple((triggers, re.compile(source)) for triggers, source in _SHAPE_SOURCES)
 
 
 def _shape(match: re.Match[str]) -> str:
@@ -341,7 +349,7 @@ def scrub_shapes(text: str) -> str:
     if not text or type(text) is not str:
         return text
     low = text.lower()
-    for triggers, pattern in _SHAPE_RULES:
+    for triggers, pattern in _shape_rules():
         for trigger in triggers:
             if trigger in low:
                 text, count = pattern.subn(_shape, text)
@@ -416,9 +424,10 @@ class Redactor:
         every string, keys included; containers holding none are returned as they were."""
         if self._pattern is None:
             return value
-        if _orjson is not None and type(value) is not str:
+        dumps = _fast_dumps()
+        if dumps is not None and type(value) is not str:
             try:
-                blob = _orjson.dumps(value, default=str)
+                blob = dumps(value, default=str)
             except (TypeError, ValueError):  # keys orjson refuses, lone surrogates...: walk it
                 blob = None
             if blob is not None:
@@ -444,6 +453,17 @@ class Redactor:
         if all(cleaned[key] is dumped[key] for key in dumped):
             return model
         return type(model).model_validate(cleaned)
+
+
+@cache
+def _fast_dumps() -> Callable[..., bytes] | None:
+    """orjson's ``dumps`` (the fast "does this event hold a secret at all?" of ``Redactor.data``), or
+    None without orjson: the pure-Python walk answers the same question."""
+    try:
+        import orjson
+    except ImportError:  # pragma: no cover - ora-trace-fs depends on orjson; the walk is exact without it
+        return None
+    return orjson.dumps
 
 
 def _env_references(node: Any) -> Iterator[tuple[str, Any]]:

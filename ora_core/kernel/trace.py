@@ -32,10 +32,13 @@ from ora_core.kernel.models import (
     TurnResult,
     assembled,
 )
-from ora_core.kernel.redaction import Redactor
+from ora_core.kernel.redaction import Redactor, scrub_shapes
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
 _EVENT_KINDS = frozenset(get_args(EventKind))
+#: The fields of events that are error text (what a retriever, a backend or a plugin said): credential
+#: shapes are scrubbed out of them too, not only the configuration's secrets (rare events, one field).
+_ERROR_TEXT_FIELDS = {"contingency": "detail", "rag_failure": "message"}
 
 
 def _built_event(kind: str, turn_id: str, conversation_id: str, seq: int, at: datetime, step: str,
@@ -188,6 +191,9 @@ class TurnContext:
         fast = kind in _EVENT_KINDS and type(step) is str and (step_index is None or type(step_index) is int)
         if self._redact_data is not None:  # only a configuration with secrets pays for the scan
             data = self._redact_data(data)
+        said = _ERROR_TEXT_FIELDS.get(kind)
+        if said is not None and type(data.get(said)) is str:
+            data[said] = scrub_shapes(data[said])
         with self._emit_lock:
             self._seq += 1
             if fast:

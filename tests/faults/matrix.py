@@ -133,9 +133,6 @@ class Components:
             register(v)
 
 
-_components = Components
-
-
 class PluginVerifier:
     """A third party's verifier: what it does is the case's ``behaviour``."""
 
@@ -479,7 +476,7 @@ def http_backend_cases(backend_type: str) -> list[Case]:
     ]
 
 
-def playwright_cases(lab_profile: Callable[[Lab, Path], Path] | None = None) -> list[Case]:
+def playwright_cases() -> list[Case]:
     boundary = "backend:playwright"
 
     def browser(lab: Lab, scratch: Path, *, executable: str = "/usr/bin/chromium", **profile: Any) -> dict[str, Any]:
@@ -724,7 +721,8 @@ def verifier_cases() -> list[Case]:
              "(garbage evidence is the retrievers' garbage case)"),
         Case(boundary, "429", not_applicable=no_service),
         Case(boundary, "session expired", not_applicable=no_service),
-        Case(boundary, "secret echoed", not_applicable="it holds no credential and calls no service: nothing could echo one"),
+        Case(boundary, "secret echoed",
+             not_applicable="it holds no credential and calls no service: nothing could echo one"),
         Case(boundary, "injected instructions", grounding_injected,
              expect_pass_gap=("the analyst repeating planted instructions is named (context-instruction-in-chunk, "
                               "unhealthy-after-regenerate) and the turn ends degraded, but the grounding verifier "
@@ -780,7 +778,7 @@ def verifier_cases() -> list[Case]:
         def stage(lab: Lab) -> tuple[Turn, Callable[[Turn], str | None]]:
             verifier = PluginVerifier(behaviour)
             over = {"verification": {"verifier": "checker", "final_verifier": "checker"}, **config}
-            return lab.run(boundary, components=[_components(verifiers=[verifier])], **over), check
+            return lab.run(boundary, components=[Components(verifiers=[verifier])], **over), check
         return stage
 
     def raises(subject: str, package: Any) -> Any:
@@ -797,7 +795,7 @@ def verifier_cases() -> list[Case]:
         return OBEYING_VERDICT
 
     def plugin_obeys(lab: Lab) -> tuple[Turn, Callable[[Turn], str | None]]:
-        turn = lab.run(boundary, components=[_components(verifiers=[PluginVerifier(obeys)])],
+        turn = lab.run(boundary, components=[Components(verifiers=[PluginVerifier(obeys)])],
                        vault=[("notes/poisoned.md", POISONED_DOC)],
                        verification={"verifier": "checker", "final_verifier": "checker"})
         return turn, all_of(instruction_named("concept"), verifier_broken(reason="planted in the evidence"))
@@ -888,7 +886,7 @@ def sink_cases() -> list[Case]:
             raise RetrievalError("index unavailable" + forged)
 
     def forged_record(lab: Lab) -> tuple[Turn, Callable[[Turn], str | None]]:
-        turn = lab.run(boundary, components=[_components(retrievers=[Forger()])])
+        turn = lab.run(boundary, components=[Components(retrievers=[Forger()])])
 
         def check(t: Turn) -> str | None:
             names = [c["name"] for c in t.jsonl("contingencies.jsonl")]
@@ -953,7 +951,7 @@ def controls() -> list[Control]:
         from ora_core.api import Verdict, VerdictStatus
 
         verifier = PluginVerifier(lambda s, p: Verdict(status=VerdictStatus.PASS, verifier="checker", reasons=["ok"]))
-        return lab.run("control-plugin-verifier", components=[_components(verifiers=[verifier])],
+        return lab.run("control-plugin-verifier", components=[Components(verifiers=[verifier])],
                        verification={"verifier": "checker", "final_verifier": "checker"})
 
     return [Control("retriever:chroma-*", chroma), Control("retriever:web", web),
