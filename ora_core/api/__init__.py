@@ -48,7 +48,8 @@ _KERNEL_MODELS = (
 _ERRORS = (
     "OraError", "ConfigError", "UsageError", "PluginError", "RegistrationError", "ModeError", "BackendError",
     "BackendTimeout", "BackendRateLimited", "BackendAuthError", "BackendSessionExpired",
-    "BackendUnavailable", "BackendBadResponse", "RetrievalError", "VerifierError",
+    "BackendUnavailable", "BackendBadResponse", "RetrievalError", "RetrievalTimeout", "VerifierError",
+    "VerifierTimeout",
 )
 _COMPONENTS = ("Detector", "ModelBackend", "BackendFactory", "Retriever", "Verifier", "TraceSink",
                "FaultInjector", "Embedder")
@@ -147,8 +148,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors only
         PluginError,
         RegistrationError,
         RetrievalError,
+        RetrievalTimeout,
         UsageError,
         VerifierError,
+        VerifierTimeout,
     )
     from ora_core.kernel.hookspecs import hookimpl
     from ora_core.kernel.layers import LAYER_ORDER, LAYER_PROVIDES, PROPERTY_MEANINGS

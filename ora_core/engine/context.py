@@ -136,6 +136,25 @@ def retrieve_stream(retriever: Any, stream: str, query: str, filters: Any, k: in
     return result, None
 
 
+async def retrieve_bounded(retriever: Any, stream: str, query: str, filters: Any, k: int,
+                           turn: Any) -> tuple[Retrieval, RagFailure | None]:
+    """``retrieve_stream`` on a thread of its own, bounded by ``[retrieval] timeout_s``: a retriever
+    that hangs is a named ``RetrievalTimeout`` of its stream (empty context, a rag-failures.jsonl
+    line), never a hung turn; its thread is left to finish, its late result discarded."""
+    from ora_core.engine.bounded import call_in_thread
+
+    timeout_s = float(getattr(getattr(turn.config, "retrieval", None), "timeout_s", 30.0))
+    name = getattr(retriever, "name", type(retriever).__name__)
+    try:
+        return await call_in_thread(retrieve_stream, retriever, stream, query, filters, k, turn,
+                                    timeout_s=timeout_s, name=f"ora-retrieve-{stream}")
+    except TimeoutError:
+        failure = RagFailure(stream=stream, query=query, retriever=name, error_class="RetrievalTimeout",
+                             message=f"retriever {name!r} did not return within {timeout_s:g} s "
+                                     "([retrieval] timeout_s); the turn went on without it")
+        return Retrieval(stream=stream, query=query, retriever=name, latency_s=timeout_s), failure
+
+
 def new_fence_id() -> str:
     """A fence ID: four random syllables (``kotabefu``), cheap in tokens, unguessable by a chunk."""
     return "".join(secrets.choice(_SYLLABLES) for _ in range(4))
@@ -241,7 +260,8 @@ class EvidenceFit(BaseModel):
                 f"and {fit.evidence_seconds:g} s x speed): at most {self.k_per_stream} chunk(s) per stream "
                 f"(dropped {len(self.dropped)}: {dropped}), each at most ~{self.chunk_tokens} tokens, cut at a "
                 f"sentence end (cut {len(self.cut)}: {cut}); max_tokens per step kind {caps} "
-                f"(configured {self.configured_max_tokens})")
+                f"(configured {self.configured_max_tokens}); a verifier's findings reach a reviser each reason once, "
+                "without its closing figures (the verify step keeps them)")
 
 
 def cut_at_sentence(text: str, max_chars: int) -> str:
@@ -369,7 +389,7 @@ async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: s
         for stream, why in missing.items():
             step.contingency(f"context-{stream}-no-retriever", why, severity="warning", stream=stream)
         filters = {s: (mode.retrieval.filters_for(s) if mode is not None else None) for s in retrievers}
-        jobs = [asyncio.to_thread(retrieve_stream, r, s, query, filters[s] or RetrievalFilters(),
+        jobs = [retrieve_bounded(r, s, query, filters[s] or RetrievalFilters(),
                                   config.retrieval.k, turn)
                 for s, r in retrievers.items()]
         outcomes = await asyncio.gather(*jobs)

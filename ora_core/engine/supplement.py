@@ -251,7 +251,7 @@ def query_terms_in(query: str, package: str) -> bool:
 async def fetch(runtime: Any, turn: Any, step: str, request: SupplementRequest,
                 n: int, package_text: str) -> tuple[SupplementRecord, list[Retrieval], str]:
     """Run one request through the retrievers; the record, the retrievals and the RESULT block."""
-    from ora_core.engine.context import fence_id, fenced, resolve_retrievers, retrieve_stream, screen_chunks
+    from ora_core.engine.context import fence_id, fenced, resolve_retrievers, retrieve_bounded, screen_chunks
 
     config = runtime.config
     record = SupplementRecord(step=step, n=n, gap=request.gap, query=request.query, why=request.why,
@@ -268,7 +268,7 @@ async def fetch(runtime: Any, turn: Any, step: str, request: SupplementRequest,
                          severity="degraded", query=request.query)
         lines.append(f"No retriever is available for this request ({why}). Nothing was fetched.")
         return record, [], "\n".join(lines)
-    jobs = [asyncio.to_thread(retrieve_stream, found[s], s, request.query, RetrievalFilters(),
+    jobs = [retrieve_bounded(found[s], s, request.query, RetrievalFilters(),
                               config.retrieval.k, turn) for s in wanted]
     retrievals: list[Retrieval] = []
     for retrieval, failure in await asyncio.gather(*jobs):

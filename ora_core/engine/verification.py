@@ -7,7 +7,9 @@ non-LLM check against the evidence), ``model`` (an LLM verifier through the ``ve
 parser of its own; it applies the rules of control flow:
 
 - A verifier that raises is BROKEN, with the exception (class, message, stack) recorded as the
-  contingency ``<step>-verifier-exception``: the auto-PASS-on-exception path does not exist.
+  contingency ``<step>-verifier-exception``: the auto-PASS-on-exception path does not exist. A
+  verifier that does not return within ``[verification] timeout_s`` raises ``VerifierTimeout`` the
+  same way (one that asks a model is bounded by its backends' deadlines instead).
 - A verifier that is not installed is BROKEN (``<step>-verifier-not-installed``).
 - A verifier returns a ``Verdict``; or raw text (a ``str``, or a ``ModelReply`` whose signals the
   engine already has), which is read by the ``verifier_output`` detectors: a strong ``broken``
@@ -31,8 +33,9 @@ import traceback
 from typing import Any, Literal
 
 from ora_core.engine import faults
+from ora_core.engine.bounded import call_in_thread
 from ora_core.engine.reliability import ask_model
-from ora_core.kernel.errors import PluginError
+from ora_core.kernel.errors import PluginError, VerifierTimeout
 from ora_core.kernel.models import FaultPoint, ModelReply, Signal, Verdict, VerdictStatus, VerificationCall
 from ora_core.kernel.signals import SignalKind
 from ora_core.kernel.trace import CallContext
@@ -134,10 +137,19 @@ async def _plugin_verdict(gc: Any, step: str, name: str, verifier: Any, subject:
         return await ask_model(gc, request, ctx)
 
     ctx = CallContext(turn, verification=call, gateway=gateway)
-    if inspect.iscoroutinefunction(verifier.verify):
-        result = await verifier.verify(subject, evidence, criteria, ctx)
-    else:
-        result = await asyncio.to_thread(verifier.verify, subject, evidence, criteria, ctx)
+    timeout_s = float(getattr(gc.runtime.config.verification, "timeout_s", 60.0))
+    try:
+        if inspect.iscoroutinefunction(verifier.verify):
+            if getattr(verifier, "uses_model", False):  # bounded by its backends' deadlines
+                result = await verifier.verify(subject, evidence, criteria, ctx)
+            else:
+                result = await asyncio.wait_for(verifier.verify(subject, evidence, criteria, ctx), timeout_s)
+        else:
+            result = await call_in_thread(verifier.verify, subject, evidence, criteria, ctx, timeout_s=timeout_s,
+                                          name=f"ora-verify-{name}")
+    except TimeoutError:
+        raise VerifierTimeout(f"verifier {name!r} did not return within {timeout_s:g} s "
+                              "([verification] timeout_s); not verified") from None
     result = faults.inject(turn, point.model_copy(update={"site": "verifier_output"}), result)
     if isinstance(result, Verdict):
         return result if result.verifier else result.model_copy(update={"verifier": name})

@@ -150,6 +150,9 @@ class RetrievalConfig(_Section):
     web_endpoint: str | None = None
     streams: StreamsConfig = Field(default_factory=StreamsConfig)
     retrievers: dict[str, str] = Field(default_factory=dict)  # stream -> retriever name override
+    # A retrieval that has not returned within this many seconds is a named failure of its stream
+    # (rag-failures.jsonl: RetrievalTimeout); the turn goes on without waiting for it.
+    timeout_s: float = Field(default=30.0, gt=0)
 
     def resolved_path(self) -> Path:
         return Path(self.path).expanduser() if self.path else user_data_dir() / "chroma"
@@ -159,6 +162,10 @@ class VerificationConfig(_Section):
     verifier: str = "grounding"  # a registered verifier name, or "model" for the verifier role
     final_verifier: str = "grounding"
     threshold: float = Field(default=0.6, ge=0.0, le=1.0)
+    # A verifier that has not returned within this many seconds is BROKEN (<step>-verifier-exception,
+    # VerifierTimeout), never PASS. Verifiers that ask a model (uses_model) are bounded by their
+    # backends' deadlines instead (timeout_s x attempts of each backend on the role's chain).
+    timeout_s: float = Field(default=60.0, gt=0)
 
 
 class PipelineConfig(_Section):

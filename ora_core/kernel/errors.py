@@ -123,5 +123,13 @@ class RetrievalError(_ScrubbedError):
     """A retriever failed; context assembly records it in ``rag-failures.jsonl``."""
 
 
+class RetrievalTimeout(RetrievalError):
+    """A retriever did not return within ``[retrieval] timeout_s``."""
+
+
 class VerifierError(_ScrubbedError):
     """A verifier raised; the cascade records the verdict as BROKEN, never PASS."""
+
+
+class VerifierTimeout(VerifierError):
+    """A verifier did not return within ``[verification] timeout_s``: BROKEN, never PASS."""

@@ -54,7 +54,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from ora_core.engine.context import resolve_retrievers, retrieve_stream, screen_chunks
+from ora_core.engine.context import resolve_retrievers, retrieve_bounded, screen_chunks
 from ora_core.engine.gears.common import GearContext, finish
 from ora_core.engine.reliability import StepHalted, StepOutcome, StepSpec, run_model_step, summary
 from ora_core.engine.verification import verify
@@ -238,7 +238,7 @@ async def retrieve_evidence(gc: GearContext, query: str, step: str) -> tuple[lis
         return [], 0.0, [f"no installed retriever serves the evidence streams "
                          f"({', '.join(config.fact_check.evidence_streams)})"]
     mode = gc.mode
-    jobs = [asyncio.to_thread(retrieve_stream, r, s, query,
+    jobs = [retrieve_bounded(r, s, query,
                               mode.retrieval.filters_for(s) if mode is not None else RetrievalFilters(),
                               config.retrieval.k, turn) for s, r in wanted.items()]
     chunks: list[Chunk] = []

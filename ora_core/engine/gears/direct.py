@@ -32,14 +32,13 @@ model that would reconstruct it) and the reason is a named contingency.
 
 from __future__ import annotations
 
-import asyncio
 from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ora_core.engine.backends import call_role
-from ora_core.engine.context import resolve_retrievers, retrieve_stream
+from ora_core.engine.context import resolve_retrievers, retrieve_bounded
 from ora_core.engine.prompts import build_turn_messages
 from ora_core.kernel.errors import BackendError
 from ora_core.kernel.models import Chunk, RetrievalFilters, TurnResult
@@ -106,7 +105,7 @@ async def read_conversation_memory(runtime: Any, turn: Any, prompt: str, mode: A
     # the similarity floor that keeps weak evidence out would keep the exchange out, so memory is
     # asked without it (the retriever still scopes to this conversation and returns its k nearest).
     filters = filters.model_copy(update={"min_score": MEMORY_MIN_SCORE})
-    retrieval, failure = await asyncio.to_thread(retrieve_stream, retriever, MEMORY_STREAM, prompt, filters,
+    retrieval, failure = await retrieve_bounded(retriever, MEMORY_STREAM, prompt, filters,
                                                  config.retrieval.k, turn)
     if failure is not None:
         turn.emit("rag_failure", step=STEP, **failure.model_dump(mode="json"))
