@@ -64,11 +64,23 @@ class OpenAIBackend:
         self.max_retries: int = settings.max_retries
         self.breaker = breaker_for(self.base_url, failures=options.breaker_failures, reset_s=options.breaker_reset_s)
         try:
-            self._chat_url = httpx.URL(f"{self.base_url}/chat/completions")  # parsed once, not per call
-            self._chat_url_text = str(self._chat_url)
+            base = httpx.URL(self.base_url)
         except httpx.InvalidURL as exc:
-            raise ConfigError(f"base_url {settings.base_url!r} of an 'openai' backend is not a URL: {exc}",
+            raise ConfigError(f"base_url {self.endpoint!r} of an 'openai' backend is not a URL: {exc}",
                               field="base_url") from None
+        #: A user:password in base_url is sent as a Basic Authorization header (when no API key
+        #: is configured) and never in the request URL: aiohttp refuses a URL carrying userinfo
+        #: beside an Authorization header, and a URL is what error messages quote.
+        self._basic_auth: str | None = None
+        if base.username or base.password:
+            import base64
+
+            pair = f"{base.username}:{base.password}".encode()
+            self._basic_auth = "Basic " + base64.b64encode(pair).decode("ascii")
+            base = base.copy_with(username=None, password=None)
+        self._base = base
+        self._chat_url = self.url_for("chat/completions")  # parsed once, not per call; the query string kept
+        self._chat_url_text = str(self._chat_url)
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
         self._transport: httpx.AsyncBaseTransport | None = None
@@ -104,6 +116,11 @@ class OpenAIBackend:
             self._base_headers = [(k, v) for k, v in merged.raw if k.lower() != b"content-length"]
         return self._client
 
+    def url_for(self, path: str) -> httpx.URL:
+        """``base_url`` with ``path`` appended to its path, its query string (``?api-version=...``)
+        kept, its userinfo removed (sent as a header instead)."""
+        return self._base.copy_with(path=self._base.path.rstrip("/") + "/" + path.lstrip("/"))
+
     def _auth_headers(self) -> dict[str, str]:
         key = self.settings.resolved_api_key()
         if key:
@@ -111,7 +128,7 @@ class OpenAIBackend:
         if self.settings.api_key_env:
             raise self._error(BackendAuthError, f"environment variable {self.settings.api_key_env} (api_key_env) "
                                                 "is not set; no API key to send")
-        return {}
+        return {"Authorization": self._basic_auth} if self._basic_auth else {}
 
     def _auth_raw(self) -> list[tuple[bytes, bytes]]:
         """The auth header as raw pairs, rebuilt only when the resolved key changes (the same
@@ -119,9 +136,12 @@ class OpenAIBackend:
         key = self.settings.resolved_api_key()
         if key and key == self._auth_cache[0]:
             return self._auth_cache[1]
-        if not key and not self.settings.api_key_env:
+        if not key and not self.settings.api_key_env and not self._basic_auth:
             return _NO_AUTH  # no key configured: nothing to send
-        self._auth_cache = (key, [(k.encode(), v.encode()) for k, v in self._auth_headers().items()])
+        if not key and self._basic_auth and self._auth_cache[0] == self._basic_auth:
+            return self._auth_cache[1]
+        pairs = [(k.encode(), v.encode()) for k, v in self._auth_headers().items()]
+        self._auth_cache = (key or self._basic_auth, pairs)
         return self._auth_cache[1]
 
     def _wire_headers(self) -> list[tuple[str, str]]:
@@ -463,7 +483,7 @@ class OpenAIBackend:
         start = time.perf_counter()
         timeout_s = min(self.settings.timeout_s, 10.0)
         try:
-            response = await self._http().get(f"{self.base_url}/models", headers=self._auth_headers(),
+            response = await self._http().get(self.url_for("models"), headers=self._auth_headers(),
                                                timeout=self._timeout(timeout_s))
         except httpx.HTTPError as exc:
             problem = self._transport_error(exc, "listing models", timeout_s)

@@ -171,3 +171,21 @@ def test_read_body_extension_is_still_honoured_by_the_client_path(server: FaultS
             return (await client.send(request)).json()
 
     assert asyncio.run(go())["choices"][0]["message"]["content"]
+
+
+def test_a_base_url_with_a_query_string_and_a_password_builds_the_right_request() -> None:
+    """The fault matrix found ``{base_url}/chat/completions`` breaking a base URL with a query string,
+    and a password in it crashing the aiohttp transport beside the Authorization header."""
+    from types import SimpleNamespace
+
+    from ora_openai.backend import OpenAIBackend
+    from ora_openai.options import OpenAIOptions
+
+    settings = SimpleNamespace(model="m", family="f", base_url="http://user:s3cret-pass@127.0.0.1:9/v1?api-version=2",
+                               max_retries=0, timeout_s=5.0, api_key_env=None, resolved_api_key=lambda: None,
+                               options={})
+    backend = OpenAIBackend(settings, OpenAIOptions())
+    assert str(backend.url_for("chat/completions")) == "http://127.0.0.1:9/v1/chat/completions?api-version=2"
+    assert str(backend.url_for("models")) == "http://127.0.0.1:9/v1/models?api-version=2"
+    assert "s3cret" not in backend._chat_url_text and "s3cret" not in backend.endpoint
+    assert backend._auth_headers() == {"Authorization": "Basic dXNlcjpzM2NyZXQtcGFzcw=="}
