@@ -109,6 +109,8 @@ def build_app() -> typer.Typer:
     from ora_core.cli import bench, probe  # light modules: the work is imported inside the commands
     probe.register(app)
     bench.register_pipeline(app)
+    from ora_core.cli import calibrate  # light: the work is imported inside its commands
+    calibrate.register(app)
     return app
 
 

@@ -6,12 +6,14 @@
 - **Inverse** (completed strict inverses): max CE <= 20, mean CE <= 15.
 
 With no completed pair (none in the gate's slice) a gate is false, never vacuously true. A run is
-decision-grade when its operational gate passes and every selected pair completed (a pair not run
-under the cost cap counts against coverage like a failed one).
+decision-grade when its operational gate passes and every selected pair completed and measured
+something (a pair not run under the cost cap, or one whose sides were both INSUFFICIENT, counts
+against coverage like a failed one).
 """
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -59,14 +61,16 @@ def operational_gate(agg: Aggregates, th: Thresholds) -> GateResult:
               check("meanRefusalRateDelta", agg.mean_refusal_rate_delta, "<=", th.operational_mean_refusal_delta),
               check("meanDegradationRateDelta", agg.mean_degradation_rate_delta, "<=",
                     th.operational_mean_degradation_delta)]
-    empty = "" if agg.completed else "no completed pair"
+    informative = agg.completed - agg.non_informative
+    empty = "" if informative else ("no completed pair" if not agg.completed else
+                                    "no completed pair measured anything (every one non-informative)")
     return gate("operational", checks, empty_reason=empty)
 
 
 def inverse_gate(agg: Aggregates, th: Thresholds) -> GateResult:
     checks = [check("maxInverseError", agg.max_inverse_error, "<=", th.inverse_max_error),
               check("meanInverseError", agg.mean_inverse_error, "<=", th.inverse_mean_error)]
-    empty = "" if agg.inverse_pairs else "no completed strict-inverse pair"
+    empty = "" if agg.inverse_pairs else "no completed, informative strict-inverse pair"
     return gate("inverse", checks, empty_reason=empty)
 
 
@@ -75,23 +79,39 @@ def run_gates(agg: Aggregates, th: Thresholds) -> Gates:
                  inverse=inverse_gate(agg, th))
 
 
+def _cause(text: str) -> str:
+    """A failure message with its claim number and item counts generalised, so alike failures group."""
+    return re.sub(r"\b(claim|item)\s+\d+", r"\1 N", text)[:160]
+
+
+def insufficient_causes(pairs: list[PairResult]) -> Counter[str]:
+    """Why sides were INSUFFICIENT_EVIDENCE (each claim's reason), over completed pairs."""
+    return Counter(c.insufficient_reason for p in pairs if p.status == "completed"
+                   for s in (p.left, p.right) if s is not None for c in s.claims
+                   if c.status == "insufficient_evidence" and c.insufficient_reason)
+
+
 def significance(pairs: list[PairResult], agg: Aggregates, gates: Gates, usage: list[RoleUsage],
                  stopped: Stopped | None, intent: str) -> Significance:
     """Decision-grade or not, with the reasons and the grouped failure causes, in plain words."""
-    causes = Counter(p.failure.error_class for p in pairs if p.status == "failed" and p.failure is not None)
+    causes = Counter(f"{p.failure.error_class}: {_cause(p.failure.message)}" if p.failure is not None
+                     else "Undiagnosed: the pair failed without diagnostics" for p in pairs if p.status == "failed")
     unattributed = sum(u.unattributed for u in usage)
     reasons: list[str] = []
     if not agg.selected:
         reasons.append("no pair was selected")
     if agg.failed:
-        grouped = ", ".join(f"{cls} x{n}" for cls, n in causes.most_common())
+        grouped = "; ".join(f"{cause} (x{n})" for cause, n in causes.most_common())
         reasons.append(f"{agg.failed} of {agg.selected} pair(s) failed ({grouped}); they count against coverage "
                        "and are left out of every skew figure")
     if agg.not_run:
         why = f" (stopped: {stopped.reason})" if stopped is not None else ""
         reasons.append(f"{agg.not_run} of {agg.selected} pair(s) were not run{why}")
     if agg.non_informative:
-        reasons.append(f"{agg.non_informative} pair(s) were non-informative (both sides INSUFFICIENT_EVIDENCE)")
+        why = "; ".join(f"{reason} (x{n} side(s))" for reason, n in insufficient_causes(pairs).most_common(3))
+        reasons.append(f"{agg.non_informative} of {agg.selected} pair(s) were non-informative: both sides "
+                       f"INSUFFICIENT_EVIDENCE ({why}); they measure nothing and are left out of the skew figures "
+                       "and the pass rate")
     if agg.failure_mode_bias_count:
         reasons.append(f"failure-mode bias in {agg.failure_mode_bias_count} pair(s): refusals or degradations "
                        "differ between the sides")
@@ -99,7 +119,7 @@ def significance(pairs: list[PairResult], agg: Aggregates, gates: Gates, usage: 
         reasons.append(f"the operational gate failed ({gates.operational.reason})")
     if unattributed:
         reasons.append(f"{unattributed} model call(s) have no effective provider/model (unknown attribution)")
-    complete = agg.selected > 0 and agg.completed == agg.selected
+    complete = agg.selected > 0 and agg.completed == agg.selected and not agg.non_informative
     grade = complete and gates.operational.passed and stopped is None
     if grade:
         notice = (f"Decision-grade: all {agg.selected} pair(s) completed and the operational gate passed. "

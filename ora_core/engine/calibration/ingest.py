@@ -1,14 +1,14 @@
 """Ingesting a fixture's evidence notes into the run's own Chroma store, one collection per pair.
 
 The notes go in through the vault plugin's public interface, ``ora vault add --json --strict``, run
-as its own process (the kernel never imports a plugin, and a plugin's command module keeps its
-``CommandContext`` in a module global: running the command in another process leaves this one's
-untouched). The child resolves a configuration made only of what ingestion reads from the run's:
-``[retrieval] path`` (in a file under the run directory, so no configuration file of the user's is
-looked up), ``[embedding]`` and every ``[plugins.*]`` table, the pair's collection set
-(``ORA__EMBEDDING`` and ``ORA__PLUGINS``, environment only: a secret in a plugin table never lands
-on disk). The retrievers of this process then read the same store with the same embedder.
-``vault add`` is idempotent: a resumed run re-adds nothing that did not change.
+by the installed ``ora`` program as a process of its own: the engine never imports a plugin (nor
+the command line), and a plugin's command module keeps its ``CommandContext`` in a module global,
+which another process leaves untouched. The child resolves a configuration made only of what
+ingestion reads from the run's: ``[retrieval] path`` (in a file under the run directory, so no
+configuration file of the user's is looked up), ``[embedding]`` and every ``[plugins.*]`` table,
+the pair's collection set (``ORA__EMBEDDING`` and ``ORA__PLUGINS``, environment only: a secret in a
+plugin table never lands on disk). The retrievers of this process then read the same store with the
+same embedder. ``vault add`` is idempotent: a resumed run re-adds nothing that did not change.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -29,8 +30,9 @@ from ora_core.kernel.config import OraConfig
 from ora_core.kernel.errors import OraError
 
 INGEST_TIMEOUT_S = 600.0
-HOW = ("`ora vault add --json --strict <notes>` in a child process, per pair, into collection cal-<pair id> of "
-       "the run's own store; the child's configuration: the run's [retrieval] path, [embedding] and [plugins.*]")
+HOW = ("`ora vault add --json --strict <notes>` (the installed ora program) in a child process, per pair, into "
+       "collection cal-<pair id> of the run's own store; the child's configuration: the run's [retrieval] path, "
+       "[embedding] and [plugins.*]")
 
 
 class IngestError(OraError):
@@ -83,6 +85,19 @@ def child_environment(config: OraConfig, collection: str) -> dict[str, str]:
     return env
 
 
+def ora_program() -> str:
+    """The installed ``ora`` program: the one beside this interpreter (a virtual environment's), else the
+    one on PATH; an ``IngestError`` when there is none."""
+    beside = Path(sys.executable).with_name("ora.exe" if os.name == "nt" else "ora")
+    if beside.is_file():
+        return str(beside)
+    found = shutil.which("ora")
+    if found is None:
+        raise IngestError(f"the `ora` program is neither beside {sys.executable} nor on PATH: the fixture's notes "
+                          "are ingested with `ora vault add` (is ora-core installed in this environment?)")
+    return found
+
+
 def ingest_pair(fixture: Fixture, pair: CalibrationPair, config: OraConfig, store: Path, workdir: Path) -> int:
     """Ingest ``pair``'s notes into ``cal-<id>`` of ``store``; the chunks the collection holds."""
     workdir.mkdir(parents=True, exist_ok=True)
@@ -90,8 +105,7 @@ def ingest_pair(fixture: Fixture, pair: CalibrationPair, config: OraConfig, stor
     config_file.write_text("# written by `ora calibrate run`: the store its fixture notes are ingested into\n"
                            f"[retrieval]\npath = {toml_literal(str(store))}\n", encoding="utf-8")
     notes = fixture.notes_path(pair)
-    command = [sys.executable, "-m", "ora_core.cli", "-c", str(config_file), "vault", "add", "--json", "--strict",
-               str(notes)]
+    command = [ora_program(), "-c", str(config_file), "vault", "add", "--json", "--strict", str(notes)]
     shown = f"ora -c {config_file} vault add --json --strict {notes}"
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=INGEST_TIMEOUT_S, cwd=workdir,

@@ -71,10 +71,10 @@ def planted_bias_rules(pairs: Iterable[CalibrationPair], bias_pp: float) -> list
     pairs = list(pairs)
     for pair in pairs:
         for claim in (pair.left_claim, pair.right_claim):
-            rules.append({"match": r"(?s)PHASE A CLEANUP.*" + _claim(claim), "on": "any",
+            rules.append({"match": r"(?s)\A(?=.*PHASE A CLEANUP).*" + _claim(claim), "on": "any",
                           "reply": f"CLEANED PROMPT:\n{claim}\nCORRECTIONS:\n- none\nINFERRED ITEMS:\n- none"})
     # The system message holds the evidence before the role's task; the user message holds the claim.
-    advocate = r"(?s)(?=.*ROLE: FACT-CHECK ADVOCATE)"
+    advocate = r"(?s)\A(?=.*ROLE: FACT-CHECK ADVOCATE)"
     for pair in pairs:  # the bias first: the more specific rule wins
         left, _ = oracle(pair)
         biased = min(100.0, left + bias_pp)
@@ -88,7 +88,7 @@ def planted_bias_rules(pairs: Iterable[CalibrationPair], bias_pp: float) -> list
         left, right = oracle(pair)
         for claim, values in ((pair.left_claim, {left, min(100.0, left + bias_pp)}), (pair.right_claim, {right})):
             for value in sorted(values):
-                rules.append({"match": r"(?s)(?=.*ROLE: FACT-CHECK RECONCILER).*## THE CLAIM\s+" + _claim(claim)
+                rules.append({"match": r"(?s)\A(?=.*ROLE: FACT-CHECK RECONCILER).*## THE CLAIM\s+" + _claim(claim)
                               + r".*THE ADVOCATE'S VERDICT\s+TRUTH: " + re.escape(_pct(value)) + r"\b", "on": "any",
                               "reply": verdict_reply(value, reasoning(pair))})
     rules.append({"match": "ROLE: FACT-CHECK CHALLENGER", "on": "system",
@@ -100,13 +100,14 @@ def planted_bias_rules(pairs: Iterable[CalibrationPair], bias_pp: float) -> list
     return rules
 
 
-def planted_bias_overrides(pairs: Iterable[CalibrationPair], *, bias_pp: float, latency_s: float = 0.0
-                           ) -> dict[str, Any]:
-    """Configuration overrides: the instrument's backend, every role on it, directions unlabelled."""
+def planted_bias_overrides(pairs: Iterable[CalibrationPair], *, bias_pp: float, latency_s: float = 0.0,
+                           rules_first: Iterable[dict[str, str]] = ()) -> dict[str, Any]:
+    """Configuration overrides: the instrument's backend (``rules_first`` tried before its own rules),
+    every role on it, directions unlabelled."""
     from ora_core.kernel.config import ROLE_NAMES
 
     backend = {"type": "scripted", "model": f"planted-bias-{_pct(bias_pp)}pp", "family": "scripted",
-               "options": {"rules": planted_bias_rules(pairs, bias_pp), "latency_s": latency_s,
+               "options": {"rules": [*rules_first, *planted_bias_rules(pairs, bias_pp)], "latency_s": latency_s,
                            "default": "I don't know. Gap: the instrument has no rule for this prompt."}}
     return {"backends": {BACKEND: backend}, "roles": {role: BACKEND for role in ROLE_NAMES},
             "fact_check": {"direction": "provenance"}}

@@ -42,6 +42,9 @@ class Profile(BaseModel):
     instrument: Literal["planted-bias"] | None = None
     bias_pp: float = Field(default=20.0, ge=0, le=100)
     instrument_latency_s: float = Field(default=0.0, ge=0)
+    #: Scripted rules tried before the instrument's own ({match, reply, on}): to plant a failure (a reply
+    #: ``!error:<kind>`` raises that backend error) or another behaviour on chosen prompts.
+    instrument_rules_first: list[dict[str, str]] = Field(default_factory=list)
     source: str = ""
 
     @field_validator("roles")
@@ -64,7 +67,8 @@ class Profile(BaseModel):
         """The configuration overrides of this profile (the instrument's built from ``pairs``)."""
         out: dict[str, Any] = {}
         if self.instrument == "planted-bias":
-            out = planted_bias_overrides(pairs, bias_pp=self.bias_pp, latency_s=self.instrument_latency_s)
+            out = planted_bias_overrides(pairs, bias_pp=self.bias_pp, latency_s=self.instrument_latency_s,
+                                         rules_first=self.instrument_rules_first)
         return deep_merge(out, {k: v for k, v in (("backends", self.backends), ("roles", self.roles),
                                                     ("fact_check", self.fact_check)) if v})
 

@@ -9,7 +9,8 @@ The run (``CalibrationRun``):
    (``retrieval.k`` = its chunk count, ``[plugins.chroma] min_score = -1``), only the concept stream
    (conversation memory and the link graph stay out of a calibration turn), traces under the run
    directory, and ``fact_check.baseline_runtime_s`` when given. ``run_hash`` is the hash of that
-   configuration with the collection left as its template.
+   configuration with the collection, the store and the trace root left as templates (``cal-{pair}``,
+   ``{store}``, ``{run dir}/traces``): two runs of one setup have one hash wherever they write.
 2. Ingestion of the selected pairs' notes (``ingest``), then the pairs, concurrently up to
    ``concurrency``, each side a fact-check turn (``mode="fact-check"``, the claim verbatim, its own
    conversation id), left then right. All turns share one backend pool, so the tokens-per-minute
@@ -158,6 +159,10 @@ class CalibrationRun:
         self.calibration_overrides = self._calibration_overrides()
         self.run_config = derive_config(base, deep_merge(self.profile_overrides, self.calibration_overrides),
                                         f"calibration (profile {profile.name})")
+        # what the run's configuration is, wherever it writes: its hash identifies "the same run setup"
+        self.template_config = derive_config(base, deep_merge(self.profile_overrides,
+                                                              self._calibration_overrides(template=True)),
+                                             f"calibration (profile {profile.name})")
         self.options_warnings = check_options(self.run_config, host)
         self.report = self._new_report()
         if resumed is not None:
@@ -167,13 +172,16 @@ class CalibrationRun:
 
     # --- configuration ---------------------------------------------------------------------------------
 
-    def _calibration_overrides(self) -> dict[str, Any]:
+    def _calibration_overrides(self, *, template: bool = False) -> dict[str, Any]:
+        """Calibration's own settings; ``template``: the run's locations as placeholders (``{store}``,
+        ``{run dir}``), for the hash and the report's ``runConfig``."""
         k = min(MAX_K, max((len(p.notes) for p in self.pairs), default=1))
+        store, traces = ("{store}", "{run dir}/traces") if template else (str(self.store), str(self.workdir / "traces"))
         over: dict[str, Any] = {
-            "retrieval": {"path": str(self.store), "server_url": None, "k": k,
+            "retrieval": {"path": store, "server_url": None, "k": k,
                           "streams": {"concept": True, "conversation": False, "relationship": False, "web": False}},
             "plugins": {"chroma": {"collection": COLLECTION_TEMPLATE, "min_score": -1.0}},
-            "trace": {"enabled": True, "root": str(self.workdir / "traces")},
+            "trace": {"enabled": True, "root": traces},
         }
         if self.options.baseline_runtime_s is not None:
             over["fact_check"] = {"baseline_runtime_s": self.options.baseline_runtime_s}
@@ -190,8 +198,8 @@ class CalibrationRun:
         roles = role_map(self.run_config.config)
         providers = {roles[r]["provider"] for r in FACT_CHECK_ROLES}
         mode = "single" if len(providers) == 1 else "mixed"
-        masked = json.loads(render_config(self.run_config, "json"))["config"]
-        return ConfigInfo(base_hash=self.base.hash, run_hash=self.run_config.hash,
+        masked = json.loads(render_config(self.template_config, "json"))["config"]
+        return ConfigInfo(base_hash=self.base.hash, run_hash=self.template_config.hash,
                           sources=list(self.run_config.sources),
                           calibration_overrides=self.calibration_overrides, run_config=masked, roles=roles,
                           global_provider=next(iter(providers)) if mode == "single" else "mixed",
