@@ -284,7 +284,10 @@ def run_ora(prompt: str, tmp: str, template: str, label: str, env_over: dict[str
     calls = result.get("runtime_role_models", [])
     return {
         "exit_code": proc.returncode, "loadavg_1m_before": round(load, 2), "wall_s": round(wall, 2),
-        "peak_rss_mb": round(usage.ru_maxrss / 1024, 1), "status": result.get("status"), "gear": result.get("gear"),
+        # CPU seconds of the run (user + system, the child's own): the work done, which a busy machine
+        # stretches far less than the wall time
+        "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
+        "status": result.get("status"), "gear": result.get("gear"),
         "mode": result.get("mode"), "answer": result.get("answer") or "", "trace": trace,
         "steps_s": {k: round(v, 2) for k, v in steps.items() if v >= 0.05},
         "prompt_tokens": sum(c.get("prompt_tokens") or 0 for c in calls),
@@ -309,6 +312,7 @@ def summarise_variant(runs: list[dict[str, Any]]) -> dict[str, Any]:
     counted_median = statistics.median(counted)
     rss = max(r["peak_rss_mb"] for r in runs)
     return {"runs": len(runs), "median_wall_s": round(median, 2), "walls_s": [r["wall_s"] for r in runs],
+            "median_cpu_s": round(statistics.median(r["cpu_s"] for r in runs), 2),
             "statuses": [r["status"] for r in runs], "counted_median_wall_s": counted_median,
             "peak_rss_mb": rss, "loads": [r["loadavg_1m_before"] for r in runs],
             "prompt_tokens": [r["prompt_tokens"] for r in runs],
@@ -357,7 +361,8 @@ def main() -> int:
     for run in report.get("b_default_run", []):
         # A degraded run (a step fell back, a verdict missing) did not do the whole job: it
         # does not count as meeting the time target, however fast it was.
-        print(f"(b) `ora run` [{run['variant']} #{run['round']}]: {run['wall_s']} s, peak RSS {run['peak_rss_mb']} MB, "
+        print(f"(b) `ora run` [{run['variant']} #{run['round']}]: {run['wall_s']} s ({run['cpu_s']} s CPU), peak RSS "
+              f"{run['peak_rss_mb']} MB, "
               f"status {run['status']}, exit {run['exit_code']} -> {'met' if run_met(run) else 'miss'}, "
               f"load {run['loadavg_1m_before']}, {run['prompt_tokens']} prompt + {run['generated_tokens']} generated "
               f"tokens; steps {run['steps_s']}")
@@ -367,7 +372,8 @@ def main() -> int:
             ok = ok and row["met"]
         print(f"(b) `ora run` [{name}] median of {row['runs']}: {row['median_wall_s']} s (target <= 15 with status "
               f"ok; counted median, a run not ok = inf: {row['counted_median_wall_s']}), peak RSS {row['peak_rss_mb']} "
-              f"MB (target <= 1200), statuses {row['statuses']}, walls {row['walls_s']}, prompt tokens "
+              f"MB (target <= 1200), statuses {row['statuses']}, walls {row['walls_s']}, median CPU "
+              f"{row['median_cpu_s']} s, prompt tokens "
               f"{row['prompt_tokens']}, generated {row['generated_tokens']}, loads {row['loads']} -> "
               f"{'MET' if row['met'] else 'MISS'}")
     if "default" in summary:

@@ -87,7 +87,8 @@ def run_profile(prompt: str, profile: str, tmp: str, template: str, label: str) 
     run = run_ora(prompt, tmp, template, label, {"ORA__BACKENDS__LOCAL__PROMPT_PROFILE": profile},
                   ("--mode", "standard"))
     found = verdicts(run["trace"])
-    return {"profile": profile, "prompt": prompt, "wall_s": run["wall_s"], "status": run["status"],
+    return {"profile": profile, "prompt": prompt, "wall_s": run["wall_s"], "cpu_s": run["cpu_s"],
+            "status": run["status"],
             "exit_code": run["exit_code"], "gear": run["gear"], "load": run["loadavg_1m_before"],
             "verdicts": found, "first_pass": bool(found) and found[0] == "PASS",
             "final_pass": bool(found) and found[-1] == "PASS", "answer_words": answer_words(run["answer"]),
@@ -102,6 +103,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "final_pass_rate": round(sum(r["final_pass"] for r in rows) / n, 3),
             "median_wall_s": round(statistics.median(r["wall_s"] for r in rows), 2),
             "mean_wall_s": round(statistics.fmean(r["wall_s"] for r in rows), 2),
+            "median_cpu_s": round(statistics.median(r["cpu_s"] for r in rows), 2),
             "mean_prompt_tokens": round(statistics.fmean(r["prompt_tokens"] for r in rows)),
             "mean_generated_tokens": round(statistics.fmean(r["generated_tokens"] for r in rows)),
             "mean_calls": round(statistics.fmean(len(r["calls"]) for r in rows), 2),
@@ -129,7 +131,8 @@ def main() -> int:
             print(f"[{i + 1:2}] {prompt[:60]!r}", flush=True)
             for profile in PROFILES:
                 r = pair[profile]
-                print(f"     {profile:<8}{r['wall_s']:6.1f} s {r['status']!s:<9} {'/'.join(r['verdicts']):<10} "
+                print(f"     {profile:<8}{r['wall_s']:6.1f} s ({r['cpu_s']:5.1f} s CPU) {r['status']!s:<9} "
+                      f"{'/'.join(r['verdicts']):<10} "
                       f"{r['prompt_tokens']:5} + {r['generated_tokens']:4} tok {r['answer_words']:4} words "
                       f"load {r['load']}", flush=True)
     result = {"machine": {"cpus": os.cpu_count(), "loadavg_1_5_15_start": [round(x, 2) for x in load],
@@ -138,7 +141,8 @@ def main() -> int:
     if args.out:
         args.out.write_text(json.dumps(result, indent=2))
     print()
-    keys = ("runs", "ok", "first_pass_rate", "final_pass_rate", "median_wall_s", "mean_wall_s", "mean_prompt_tokens",
+    keys = ("runs", "ok", "first_pass_rate", "final_pass_rate", "median_wall_s", "mean_wall_s", "median_cpu_s",
+            "mean_prompt_tokens",
             "mean_generated_tokens", "mean_calls", "mean_answer_words", "median_answer_words", "errors")
     print(f"{'':24}{'full':>12}{'compact':>12}")
     for key in keys:

@@ -22,6 +22,7 @@ from ora_core.kernel.models import Chunk, Provenance, Retrieval, Verdict, Verdic
 from ora_core.testing import make_config, make_host, make_runtime, scripted_config
 
 CAP = 2
+CAPS = profiles.COMPACT_FIT.max_tokens
 
 
 # --- the two wordings -------------------------------------------------------------------------------
@@ -97,6 +98,24 @@ def test_the_system_prompt_is_worded_by_the_profile_it_is_given() -> None:
     assert compact.startswith(profiles.DIRECTIVE.compact)
     assert profiles.ASSUMPTIONS.compact in compact and profiles.ASSUMPTIONS.full not in compact
     assert prompts.carries_directive(prompts.build_messages("T", "u", profile="compact"))
+
+
+def test_compact_findings_say_each_reason_once_without_its_figures_and_full_keeps_them() -> None:
+    claim = 'Ora\'s "cap" was set in 1987.'  # its reason quotes it as repr() writes it, the apostrophe escaped
+    reason = f"unsupported (0.02): {claim!r} — number not in the evidence: '1987' (best similarity 0.31, 29% of words)"
+    verdict = Verdict(status=VerdictStatus.FAIL, verifier="grounding", unsupported_claims=[claim, "Another claim."],
+                      reasons=["0 of 2 claims supported", reason, reason])
+    compact = gear_prompts._findings(verdict, "compact")
+    assert compact.count("number not in the evidence: '1987'") == 1 and "best similarity" not in compact
+    assert compact.count("set in 1987") == 1  # the claim its reason quotes (escaped) is not listed again
+    assert "Unsupported claims:\n- Another claim." in compact
+    full = gear_prompts._findings(verdict)
+    assert full.count("(best similarity 0.31, 29% of words)") == 2 and full.count("set in 1987") == 3
+    labelled = Verdict(status=VerdictStatus.FAIL, verifier="grounding", reasons=[
+        "unsupported (0.08): 'The tool is new.' — no evidence sentence says this (best similarity 0.30, 50% of its "
+        "content words in the evidence; not in the evidence: tool, new)"])
+    assert gear_prompts._findings(labelled, "compact") == ("- unsupported (0.08): 'The tool is new.' — no evidence "
+                                                           "sentence says this (not in the evidence: tool, new)")
 
 
 # --- configuration ----------------------------------------------------------------------------------
@@ -256,7 +275,8 @@ def test_a_compact_turn_still_supplements_verifies_and_revises_after_a_fail(tmp_
     assert result.status == "ok" and result.answer.startswith(HEALTHY[:40])
     supplements = [json.loads(line) for line in (trace / "supplemental-rag.jsonl").read_text().splitlines()]
     assert [s["query"] for s in supplements] == ["protocol origin proposal"]
-    assert caps == [("analyst", 192), ("analyst", 192), ("reviser", 192)]
+    fitted = profiles.COMPACT_FIT.max_tokens
+    assert caps == [("analyst", fitted["analyst"]), ("analyst", fitted["analyst"]), ("reviser", fitted["reviser"])]
     # every analytical call got the compact wording, the evidence fitted (2 of 3 chunks, cut)
     calls = [c for c in runtime.pool._built["local"].calls if "PHASE A CLEANUP" not in c[0].content]
     for call in calls:
@@ -279,7 +299,8 @@ def test_the_context_step_names_the_fit_as_budget_signal_4_with_its_numbers(tmp_
     assert signal["name"] == "hardware_constraint"
     assert re.search(r"prompt profile 'compact' for backend 'local' .*8192-token window.*~450 tokens.*"
                      r"at most 2 chunk\(s\) per stream \(dropped 1: c2 \(concept\)\).*cut 2: c0 \d+->\d+, c1 .*"
-                     r"max_tokens per step kind analyst 192, reviser 192", signal["detail"])
+                     rf"max_tokens per step kind analyst {CAPS['analyst']}, reviser {CAPS['reviser']}",
+                     signal["detail"])
     fit = context["output"]["evidence_fit"]
     assert (fit["k_per_stream"], fit["evidence_tokens"], [d["id"] for d in fit["dropped"]]) == (2, 450, ["c2"])
     names = [json.loads(line)["name"] for line in (trace / "contingencies.jsonl").read_text().splitlines()]

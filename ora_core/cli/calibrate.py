@@ -148,7 +148,7 @@ def register(app: typer.Typer) -> None:
         from datetime import datetime, timezone
 
         from ora_core.engine.calibration.compare import compare
-        from ora_core.engine.calibration.report import render_json, write_atomic
+        from ora_core.engine.calibration.report import write_compare
         from ora_core.engine.calibration.runner import utc_stamp
         from ora_core.kernel.errors import UsageError
 
@@ -158,14 +158,19 @@ def register(app: typer.Typer) -> None:
         except UsageError as exc:
             raise fail(str(exc), EXIT_USAGE) from None
         target = (out.expanduser() if out is not None else b.expanduser().resolve().parent)
-        path = target / f"compare-{utc_stamp(datetime.now(timezone.utc))}.json"
-        write_atomic(path, render_json(sheet))
+        written = write_compare(sheet, target, f"compare-{utc_stamp(datetime.now(timezone.utc))}")
+        path = written.files["json"]
         if as_json:
             typer.echo(sheet.model_dump_json(by_alias=True, indent=2))
         else:
             for line in compare_lines(sheet):
                 echo(line)
         echo_err(f"ora calibrate: decision sheet: {path}")
+        for fmt, where in written.files.items():
+            if fmt != "json":
+                echo_err(f"ora calibrate: decision sheet ({fmt}): {where}")
+        for fmt, why in written.problems.items():
+            echo_err(f"ora calibrate: the {fmt} decision sheet was not written: {why}")
         if sheet.exit_code:
             raise typer.Exit(sheet.exit_code)
 

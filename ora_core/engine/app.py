@@ -26,6 +26,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ora_core.engine.backends import BackendPool
 from ora_core.engine.events import TurnFinished, from_trace
 from ora_core.engine.routing import JUST_ANSWER_MODE
 from ora_core.engine.runner import Runtime, run_turn_async
@@ -92,20 +93,23 @@ class Ora:
     ``Ora(host=..., config=...)`` from a ``PluginHost`` and a ``ResolvedConfig``. Either checks the
     plugin tables and backend options against the models the plugins declare (a ``ConfigError`` on
     any error); ``options_warnings`` keeps the tables passed on unchecked.
+
+    ``pool``: a ``BackendPool`` (``ora.pool`` of another ``Ora``) shared by several instances whose
+    configurations differ outside ``[backends]`` and ``[roles]``: one tokens-per-minute budget and
+    one set of built backends across all their turns (see ``Runtime``; a pool that does not fit is
+    a ``ConfigError``).
     """
 
-    def __init__(self, *, host: PluginHost, config: ResolvedConfig, stderr: Any = None) -> None:
+    def __init__(self, *, host: PluginHost, config: ResolvedConfig, stderr: Any = None,
+                 pool: BackendPool | None = None) -> None:
         # Plugin tables and backend options against the models the plugins declare: every error at
         # once, as a ConfigError naming the source, the table and the key, before anything runs.
         self.options_warnings = check_options(config, host)
-        runtime_args: dict[str, Any] = {"host": host, "resolved": config}
-        if stderr is not None:
-            runtime_args["stderr"] = stderr
-        self.runtime = Runtime(**runtime_args)
+        self.runtime = Runtime(host=host, resolved=config, stderr=stderr, pool=pool)
 
     @classmethod
     def open(cls, config: str | Path | None = None, *, host: PluginHost | None = None, stderr: Any = None,
-             **overrides: Any) -> Ora:
+             pool: BackendPool | None = None, **overrides: Any) -> Ora:
         """Load the plugins (the ``ora`` entry points, failures isolated and recorded) and the
         configuration (``config``, else ``$ORA_CONFIG``, ``./ora.toml``, the user config dir, over the
         bundled default), with ``overrides`` applied last. Raises ``ConfigError`` on a malformed one,
@@ -114,7 +118,7 @@ class Ora:
             host = PluginHost()
             host.load_entrypoints()
         resolved = load_config(config, overrides=nest_overrides(overrides) if overrides else None)
-        return cls(host=host, config=resolved, stderr=stderr)
+        return cls(host=host, config=resolved, stderr=stderr, pool=pool)
 
     @property
     def host(self) -> PluginHost:
@@ -123,6 +127,11 @@ class Ora:
     @property
     def config(self) -> ResolvedConfig:
         return self.runtime.resolved
+
+    @property
+    def pool(self) -> BackendPool:
+        """The backend pool this instance's turns call (to share with another ``Ora(pool=...)``)."""
+        return self.runtime.pool
 
     async def arun(self, prompt: str, *, mode: str | None = None, best_guess: bool | None = None,
                    inject: str | None = None, conversation_id: str | None = None,

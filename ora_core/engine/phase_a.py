@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from ora_core.engine.backends import call_role
+from ora_core.engine.profiles import profile_of
 from ora_core.engine.prompts import build_messages
 from ora_core.kernel.errors import BackendError
 from ora_core.kernel.models import PhaseAResult, StopUnless
@@ -122,7 +123,9 @@ def _items(block: str) -> list[str]:
 
 
 async def run_phase_a(turn: Any, pool: Any, prompt: str) -> PhaseAResult:
-    messages = build_messages(TASK, prompt)
+    # the phase_a backend's prompt profile: the directive then matches the later steps' word for word,
+    # so a prompt-caching backend serves it to them from its prefix cache
+    messages = build_messages(TASK, prompt, profile=profile_of(pool.config, pool.planned("phase_a")[0]))
     with turn.step(STEP, raw_prompt=prompt, messages=[m.model_dump() for m in messages]) as step:
         try:
             completion = await call_role(turn, pool, "phase_a", messages, prompt_key=PROMPT_KEY, step=STEP,

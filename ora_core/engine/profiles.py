@@ -10,8 +10,10 @@ the messages as built for the planned one).
   costs time (the bundled SmolLM2-135M evaluates ~300 prompt tokens/s on 2 cores). Each sentence
   of a full text is kept only if it carries an instruction; explanations are dropped, and so are
   repeated words. Compact also fits the turn to the model's budget (``CompactFit``): fewer, shorter
-  evidence chunks and a ``max_tokens`` per step kind, recorded as budget signal 4 (hardware
-  constraint) in the context-assembly step with the numbers (``ora_core.engine.context``).
+  evidence chunks, a ``max_tokens`` per step kind, and a verifier's findings told to a reviser
+  without their figures (``gears.prompts._findings``), recorded as budget signal 4 (hardware
+  constraint) in the context-assembly step with the numbers (``ora_core.engine.context``). The mode
+  files' guidance sections are the mode's own words and go in unchanged under either profile.
 
 Compact never removes a step: verification, the revision after a FAIL and the Supplemental RAG
 path run exactly as under ``full``.
@@ -91,8 +93,9 @@ _RULES = (
     Rule(id="confidence.meaning", says="the confidence is how far the package supports the reply",
          marks=("how far the package supports", "every claim")),
     # quotations (the judge reads them)
-    Rule(id="quote.exact", says="quote the package exactly, in double quotes or a '> ' line",
-         marks=("quote", "exactly", "double quotes", "`> `")),
+    Rule(id="quote.exact", says="when relying on the package word for word, quote it exactly, in double quotes "
+                                "or a '> ' line",
+         marks=("when you", "word for word", "quote it exactly", "double quotes", "`> `")),
     Rule(id="quote.checked", says="quotations are checked against the package", marks=("quotations are checked",)),
     # the Supplemental RAG protocol (seed 000 §5.2)
     Rule(id="protocol.when", says="when the package does not support a needed specific you cannot verify",
@@ -201,7 +204,8 @@ QUOTE = Wording(
     full="""\
 When you rely on the package word for word, quote it exactly, in double quotes or on a line
 starting with `> `; quotations are checked against the package.""",
-    compact="Quote the package exactly, in double quotes or a `> ` line: quotations are checked.")
+    compact="When you use the package word for word, quote it exactly, in double quotes or a `> ` line; quotations "
+            "are checked.")
 
 PROTOCOL = Wording(
     part="protocol",
@@ -399,8 +403,10 @@ class CompactFit(BaseModel):
     bundled model's measured prompt evaluation on a 2-core CPU (SmolLM2-135M, Q8_0 copy: 293-353
     tokens/s), so 1.5 s of evidence is ~450 tokens: about what a 4096-token window's eighth holds.
     ``max_tokens`` caps each step kind's reply below the backend's ``max_tokens`` (an analyst or a
-    reviser writes a whole analysis; an evaluator seven headings); a reply that runs away (the tiny
-    model repeats itself to the cap) stops there instead."""
+    reviser writes a whole analysis, ~120 words; an evaluator or a consolidator more): the bundled
+    model's healthy answers ran 50-190 tokens, and its re-revisions ran to the 256 cap nearly every
+    time, repeating themselves (benchmarks/backends.py (b)); at ~72 generated tokens/s each 100
+    tokens cost ~1.4 s."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -411,7 +417,7 @@ class CompactFit(BaseModel):
     min_chunk_tokens: int = 60
     fence_tokens: int = 24  # the fence lines and the provenance of one chunk (as the context budget counts)
     max_tokens: dict[str, int] = Field(default_factory=lambda: {
-        "analyst": 192, "reviser": 192, "consolidator": 256, "evaluator": 256, "verifier": 160})
+        "analyst": 160, "reviser": 160, "consolidator": 224, "evaluator": 224, "verifier": 160})
 
     def evidence_tokens(self, context_window: int) -> int:
         return int(min(context_window * self.evidence_window_share, self.prompt_tokens_per_s * self.evidence_seconds))
@@ -449,8 +455,3 @@ def missing_marks(wording: Wording, profile: ProfileName, values: dict[str, Any]
             if _flat(mark.format(**values)) not in text:
                 missing.append(f"{rule_id}: {mark!r}")
     return missing
-
-
-def control_wordings() -> tuple[Wording, ...]:
-    """The parts the reliability layer adds to a step's prompt (the prompt-echo detector's list)."""
-    return (CONFIDENCE, QUOTE, PROTOCOL, CAP_REACHED)

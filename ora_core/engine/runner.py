@@ -24,7 +24,6 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import IO, Any
 
 from ora_core.engine import faults
@@ -42,7 +41,7 @@ from ora_core.engine.routing import ROUTING_WARMUP, run_routing, warm_examples
 from ora_core.engine.stage0 import run_stage0
 from ora_core.engine.warmup import WARMUP_JOIN_S, start_warmup
 from ora_core.kernel.config import ResolvedConfig
-from ora_core.kernel.errors import ModeError, OraError
+from ora_core.kernel.errors import ConfigError, ModeError, OraError
 from ora_core.kernel.models import ClarificationAnswer, ContextPackage, FaultPoint, TurnResult
 from ora_core.kernel.modes import STREAMS, ModeLibrary, load_modes
 from ora_core.kernel.plugins import PluginHost
@@ -52,16 +51,30 @@ from ora_core.kernel.trace import TurnContext
 __all__ = ["DIRECT_TASK", "Runtime", "run_turn", "run_turn_async"]
 
 
-@dataclass
 class Runtime:
-    """What a turn runs on: the loaded plugins and the resolved configuration."""
+    """What a turn runs on: the loaded plugins and the resolved configuration.
 
-    host: PluginHost
-    resolved: ResolvedConfig
-    stderr: IO[str] = field(default_factory=lambda: sys.stderr)
-    _pool: BackendPool | None = None
-    _modes: ModeLibrary | None = None
-    _redactor: Redactor | None = None
+    ``pool``: a ``BackendPool`` shared with other runtimes (turns of one run on configurations that
+    differ elsewhere, e.g. a calibration's per-pair collection): its tokens-per-minute budget and its
+    built backends then span them all. It must have been built on ``host`` and a configuration with
+    the same ``[backends]`` and ``[roles]`` as ``resolved``'s (else a turn would run on backends its
+    own configuration does not name): a ``ConfigError`` names the difference. Without it, the
+    runtime builds its own pool on first use.
+    """
+
+    def __init__(self, host: PluginHost, resolved: ResolvedConfig, stderr: IO[str] | None = None, *,
+                 pool: BackendPool | None = None) -> None:
+        self.host = host
+        self.resolved = resolved
+        self.stderr: IO[str] = stderr if stderr is not None else sys.stderr
+        if pool is not None:
+            check_shared_pool(pool, host, resolved)
+        self._pool: BackendPool | None = pool
+        self._modes: ModeLibrary | None = None
+        self._redactor: Redactor | None = None
+
+    def __repr__(self) -> str:
+        return f"Runtime(config {self.resolved.hash}, {len(self.host.plugin_versions())} plugin(s))"
 
     @property
     def config(self) -> Any:
@@ -112,6 +125,26 @@ class Runtime:
             stderr=self.stderr,
             redactor=self.redactor,
         )
+
+
+def check_shared_pool(pool: BackendPool, host: PluginHost, resolved: ResolvedConfig) -> None:
+    """A pool shared into a runtime must build the backends its configuration names, for the roles it
+    names, through the same plugins; a ``ConfigError`` says which part differs."""
+    config = resolved.config
+    problems = []
+    if pool.host is not host:
+        problems.append("it was built on another plugin host")
+    if pool.config.backends != config.backends:
+        names = sorted(n for n in set(pool.config.backends) | set(config.backends)
+                       if pool.config.backends.get(n) != config.backends.get(n))
+        problems.append(f"its [backends] differ ({', '.join(names)})")
+    if pool.config.roles != config.roles:
+        roles = sorted(r for r in type(config.roles).model_fields
+                       if getattr(pool.config.roles, r) != getattr(config.roles, r))
+        problems.append(f"its [roles] differ ({', '.join(roles)})")
+    if problems:
+        raise ConfigError(f"the shared backend pool does not fit this configuration: {'; '.join(problems)}",
+                          field="backends")
 
 
 async def _close_turn(turn: Any, result: TurnResult, timeout_s: float) -> TurnResult:

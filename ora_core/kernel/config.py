@@ -210,9 +210,10 @@ class FactCheckConfig(_Section):
 
     - Evidence sufficiency gate: fewer than ``min_items`` filtered items or fewer than
       ``min_source_types`` distinct source types -> ``INSUFFICIENT_EVIDENCE`` (no debate call).
-    - Source-type partitioning: institutional items to the advocate, general ones to the
-      challenger, all to the reconciler and validation; the full pool to every role when either
-      side has fewer than ``partition_min_side`` items.
+    - Source-type partitioning (``partition``; ``false`` switches it off: every role sees the full
+      pool): institutional items to the advocate, general ones to the challenger, all to the
+      reconciler and validation; the full pool to every role when either side has fewer than
+      ``partition_min_side`` items.
     - ``evidence_pool_imbalance``: at least ``imbalance_min_directional`` directional items and
       max(b, 1 - b) > ``imbalance_threshold`` (1.0 never fires).
     - Contrarian retrieval after that warning: at most ``contrarian_max_queries`` inverted queries
@@ -223,6 +224,7 @@ class FactCheckConfig(_Section):
 
     min_items: int = Field(default=3, ge=0)
     min_source_types: int = Field(default=2, ge=0)
+    partition: bool = True
     partition_min_side: int = Field(default=2, ge=0)
     imbalance_threshold: float = Field(default=0.8, ge=0.5, le=1.0)
     imbalance_min_directional: int = Field(default=3, ge=1)

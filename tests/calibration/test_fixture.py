@@ -90,7 +90,7 @@ def test_the_profiles_name_seed_002s_maps_and_refuse_unknown_roles(tmp_path):
     assert {"baseline", "cross-provider", "max-diversity", "no-diversity-controls", "planted-bias"} <= set(profiles)
     off = profiles["no-diversity-controls"].fact_check
     FactCheckConfig(**off)  # every key is a real setting
-    assert off["partition_min_side"] > 1000 and off["contrarian"] is False and off["imbalance_threshold"] == 1.0
+    assert off["partition"] is False and off["contrarian"] is False and off["imbalance_threshold"] == 1.0
     bad = tmp_path / "p.toml"
     bad.write_text('[profiles.x]\nroles = { judge = "local" }\n')
     with pytest.raises(ConfigError, match="unknown role"):

@@ -102,6 +102,29 @@ def test_the_run_reports_what_ran_per_role_its_configuration_and_hashes(runs):
     assert on.asymmetry.by_domain and on.asymmetry.by_stage
 
 
+def test_each_sides_evidence_directions_are_its_notes_stances_relative_to_its_claim(runs):
+    """The instrument reads directions from provenance: each note's ``stance`` reaches the side through
+    Chroma, a supporting item for the side it speaks for, a contradicting one for the other."""
+    from ora_core.engine.calibration.fixture import load_fixture
+
+    (_, off, _), (run, on, _) = runs
+    fixture = load_fixture()
+    for report in (off, on):
+        for pair in report.pairs:
+            stances = {Path(n.path).name: n.stance for n in fixture.pair(pair.id).notes}
+            for side in (pair.left, pair.right):
+                own = {"left": "supports", "right": "contradicts"} if side.side == "left" else {
+                    "right": "supports", "left": "contradicts"}
+                evidence = side.claims[0].evidence
+                assert len(evidence) == len(stances), (pair.id, side.side)
+                for item in evidence:
+                    assert item.direction == own.get(stances[Path(item.source).name], "neutral"), (pair.id, item)
+                supports = sum(1 for s in stances.values() if s == side.side)
+                directional = sum(1 for s in stances.values() if s != "neutral")
+                assert side.support_ratio == pytest.approx(supports / directional), (pair.id, side.side)
+    assert on.config.calibration_overrides["plugins"]["chroma"]["direction_from"] == "stance"
+
+
 def test_a_backend_that_raises_mid_pair_fails_the_pair_with_diagnostics_and_it_is_left_out(host, tmp_path):
     from ora_core.engine.calibration.fixture import load_fixture
 
@@ -182,10 +205,11 @@ def test_compare_on_the_two_runs_prints_the_reduction_and_fails_stability_on_a_t
                                               "--resamples", "500"])
     assert result.exit_code == 1, result.output
     assert "DO NOT PROMOTE: gate(s) failed: stability" in result.output
-    assert "fact_check.partition_min_side: 1000000 -> 2" in result.output  # the controls, in the config diff
+    assert "fact_check.partition: false -> true" in result.output  # the controls, in the config diff
     assert "minimum-wage-en" in result.output and "improved" in result.output
     sheets = list(on_written.files["json"].parent.glob("compare-*.json"))
     assert len(sheets) == 1
+    assert sheets[0].with_suffix(".html").is_file()  # the sheet's HTML twin, written beside it
     sheet = json.loads(sheets[0].read_text())
     assert sheet["memo"]["approvedBy"] == "Captain" and sheet["exitCode"] == 1
     assert sheet["meanAbsoluteSkewChange"]["pairs"] == len(PLANTED)

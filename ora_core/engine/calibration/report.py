@@ -5,7 +5,8 @@ text: ``RENDERERS`` maps a format to ``(suffix, render)``. JSON is built in. The
 renderer module of its own, ``ora_core.engine.calibration.html`` exposing ``render(report) -> str``
 (and ``SUFFIX``), found when present (``renderers()``); adding it touches neither the metrics nor
 this module. A format whose renderer is missing or fails is named in ``Written.problems``, never
-skipped quietly.
+skipped quietly. The A/B decision sheet (``CompareReport``) is written the same way by
+``write_compare``: JSON, and the module's ``render_compare`` (``COMPARE_SUFFIX``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,35 @@ def write_reports(report: CalibrationReport, out_dir: Path, stem: str | None = N
             written.problems[fmt] = f"the {fmt} renderer failed: {type(exc).__name__}: {exc}"
             continue
         path = out_dir / f"{stem}{suffix}"
+        write_atomic(path, text)
+        written.files[fmt] = path
+    return written
+
+
+def write_compare(sheet: CompareReport, out_dir: Path, stem: str) -> Written:
+    """The A/B decision sheet as ``<out_dir>/<stem>.json``, and ``<stem>.html`` when the HTML renderer
+    module is present (its ``render_compare``); a missing or failing renderer is named, never skipped."""
+    written = Written()
+    write_atomic(out_dir / f"{stem}.json", render_json(sheet))
+    written.files["json"] = out_dir / f"{stem}.json"
+    for fmt, module_name in RENDERER_MODULES.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            written.problems[fmt] = f"no {fmt.upper()} renderer is installed yet ({module_name})"
+            continue
+        render = getattr(module, "render_compare", None)
+        if render is None:
+            written.problems[fmt] = f"the {fmt} renderer ({module_name}) has no render_compare"
+            continue
+        try:
+            text = render(sheet)
+        except Exception as exc:  # noqa: BLE001 - named; the JSON sheet is already written
+            written.problems[fmt] = f"the {fmt} renderer failed: {type(exc).__name__}: {exc}"
+            continue
+        path = out_dir / f"{stem}{getattr(module, 'COMPARE_SUFFIX', f'.{fmt}')}"
         write_atomic(path, text)
         written.files[fmt] = path
     return written

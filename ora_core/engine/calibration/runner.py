@@ -8,13 +8,15 @@ The run (``CalibrationRun``):
    claims are checked against that pair's notes and nothing else), every note of it retrieved
    (``retrieval.k`` = its chunk count, ``[plugins.chroma] min_score = -1``), only the concept stream
    (conversation memory and the link graph stay out of a calibration turn), traces under the run
-   directory, and ``fact_check.baseline_runtime_s`` when given. ``run_hash`` is the hash of that
+   directory, and ``fact_check.baseline_runtime_s`` when given; when the run reads evidence directions
+   from provenance (``fact_check.direction = "provenance"``), each note's ``stance`` relative to the
+   side's claim (``[plugins.chroma] direction_from``/``directions``, set per side). ``run_hash`` is the hash of that
    configuration with the collection, the store and the trace root left as templates (``cal-{pair}``,
    ``{store}``, ``{run dir}/traces``): two runs of one setup have one hash wherever they write.
 2. Ingestion of the selected pairs' notes (``ingest``), then the pairs, concurrently up to
    ``concurrency``, each side a fact-check turn (``mode="fact-check"``, the claim verbatim, its own
-   conversation id), left then right. All turns share one backend pool, so the tokens-per-minute
-   guard sees the whole run.
+   conversation id), left then right. All turns share one backend pool (``Runtime(pool=...)``), so the
+   tokens-per-minute guard sees the whole run.
 3. Before a pair starts: the token cap (``max_tokens``: the tokens used so far, plus one pair's worth
    for this one and each pair still running, may not pass it) and the cost cap (``max_cost_usd``, with
    the profile's prices; a call whose model has no price makes the cost unknown, which stops the run
@@ -85,6 +87,15 @@ FACT_CHECK_MODE = "fact-check"
 FACT_CHECK_ROLES = ("phase_a", "evidence", "advocate", "self_consistency", "challenger", "reconciler", "validation")
 COLLECTION_TEMPLATE = "cal-{pair}"
 MAX_K = 100
+#: The fixture notes' front-matter field naming the claim a note speaks for (left | right | neutral).
+STANCE_FIELD = "stance"
+
+
+def side_directions(side: str) -> dict[str, str]:
+    """A note's ``stance`` as an evidence direction for ``side``'s claim: its own side's notes support
+    it, the other side's contradict it (the claims are mirrored), neutral ones are neutral."""
+    other = "right" if side == "left" else "left"
+    return {side: "supports", other: "contradicts", "neutral": "neutral"}
 
 Event = Callable[..., None]
 
@@ -185,12 +196,27 @@ class CalibrationRun:
         }
         if self.options.baseline_runtime_s is not None:
             over["fact_check"] = {"baseline_runtime_s": self.options.baseline_runtime_s}
+        if self.directions_from_stance:
+            over["plugins"]["chroma"].update(direction_from=STANCE_FIELD, directions={"neutral": "neutral"})
         return over
 
-    def pair_config(self, pair: CalibrationPair) -> ResolvedConfig:
+    @property
+    def directions_from_stance(self) -> bool:
+        """Whether the run reads evidence directions from provenance (``fact_check.direction =
+        "provenance"``, the instrument's): then each side's notes are labelled from their ``stance``,
+        relative to the side's claim (``side_directions``); a model-labelling run labels them itself."""
+        fact_check = deep_merge(self.base.config.fact_check.model_dump(), self.profile_overrides.get("fact_check", {}))
+        return fact_check.get("direction") == "provenance"
+
+    def pair_config(self, pair: CalibrationPair, side: str | None = None) -> ResolvedConfig:
+        """The configuration of a pair's turns: its collection, every chunk of it; with ``side``, the
+        evidence directions of its notes' stances relative to that side's claim (when the run reads them)."""
         k = min(MAX_K, max(self.chunks.get(pair.collection, len(pair.notes)), 1))
-        over = {"plugins": {"chroma": {"collection": pair.collection}}, "retrieval": {"k": k}}
-        return derive_config(self.run_config, over, f"calibration pair {pair.id}")
+        chroma: dict[str, Any] = {"collection": pair.collection}
+        if side is not None and self.directions_from_stance:
+            chroma["directions"] = side_directions(side)
+        over = {"plugins": {"chroma": chroma}, "retrieval": {"k": k}}
+        return derive_config(self.run_config, over, f"calibration pair {pair.id}" + (f" ({side})" if side else ""))
 
     # --- the report ------------------------------------------------------------------------------------
 
@@ -292,10 +318,9 @@ class CalibrationRun:
 
     async def run_side(self, pair: CalibrationPair, side: str, runtime_base: Runtime) -> SideResult:
         claim = pair.claim(side)
-        resolved = self.pair_config(pair)
+        resolved = self.pair_config(pair, side)
         stderr = io.StringIO()
-        runtime = Runtime(host=self.host, resolved=resolved, stderr=stderr, _pool=runtime_base.pool,
-                          _modes=runtime_base.modes)
+        runtime = Runtime(host=self.host, resolved=resolved, stderr=stderr, pool=runtime_base.pool)
         conversation = f"calibration-{self.run_id}-{pair.id}-{side}"
         self.on_event("side_started", pair=pair.id, side=side)
         started = time.perf_counter()

@@ -3,7 +3,11 @@
 - ``extract_claims``: the claims of a prompt (a list of two or more items, or the whole text).
 - ``build_items``: chunks -> evidence items with IDs (``E1``, ``E2``, ...), through the evidence
   filter (the evidence streams only, at least ``min_item_chars`` characters, no duplicate text);
-  each dropped chunk keeps its reason, so whether a contrarian item survived is on record.
+  each dropped chunk keeps its reason, so whether a contrarian item survived is on record. A
+  direction pre-labelled in the chunk's provenance (``provenance.extra["direction"]``:
+  ``supports``, ``contradicts`` or ``neutral``, e.g. a vault note's ``direction:`` front matter,
+  which ora-chroma carries, or its ``stance:`` mapped by ``[plugins.chroma] directions``) is the
+  item's; any other value is kept aside as unreadable, and the item counts as unlabelled.
 - ``source_class_of``: a provenance ``source_type`` -> institutional | general
   (``fact_check.source_classes``; anything unmapped -> ``unmapped_source_class``).
 - ``count_evidence``, ``sufficiency`` (the gate), ``imbalance`` (the ``evidence_pool_imbalance``
@@ -65,6 +69,9 @@ class Filtered:
     chunks: dict[str, Chunk] = field(default_factory=dict)  # evidence id -> chunk
     dropped: list[dict[str, str]] = field(default_factory=list)  # chunk_id, source, reason
     unmapped_source_types: list[str] = field(default_factory=list)
+    #: evidence id -> a ``provenance.extra["direction"]`` that is none of supports|contradicts|neutral
+    #: (the item counts as unlabelled; the research step names it)
+    unreadable_directions: dict[str, str] = field(default_factory=dict)
 
     def dropped_by_reason(self) -> dict[str, int]:
         return dict(Counter(d["reason"] for d in self.dropped))
@@ -98,7 +105,9 @@ def build_items(chunks: Iterable[Chunk], config: Any, *, first_id: int = 1,
         source_class, mapped = source_class_of(source_type, config)
         if not mapped and source_type not in out.unmapped_source_types:
             out.unmapped_source_types.append(source_type)
-        labelled = str(p.extra.get(DIRECTION_KEY, "")).strip().lower()
+        labelled = str(p.extra.get(DIRECTION_KEY) or "").strip().lower()
+        if labelled and labelled not in DIRECTIONS:
+            out.unreadable_directions[f"E{next_id}"] = labelled[:80]
         tagged = p.extra.get(STRATEGY_KEY) == CONTRARIAN or strategy == CONTRARIAN
         item = EvidenceItem(
             id=f"E{next_id}", text=chunk.text.strip(), source=p.source, source_type=source_type,
@@ -170,13 +179,19 @@ def imbalance(supports: int, contradicts: int, threshold: float, min_directional
     return Imbalance("contradicts", "supports", share, contradicts, directional)
 
 
-def partition(items: list[EvidenceItem], min_side: int) -> EvidencePartition:
+def partition(items: list[EvidenceItem], min_side: int, *, enabled: bool = True) -> EvidencePartition:
     """Institutional items to the advocate, general ones to the challenger, all to the reconciler
-    and validation; the full pool to every role when either side has fewer than ``min_side``."""
+    and validation; the full pool to every role when either side has fewer than ``min_side``, or
+    when partitioning is off (``enabled`` False: ``fact_check.partition = false``), the reason saying
+    which."""
     every = [i.id for i in items]
     institutional = [i.id for i in items if i.source_class == "institutional"]
     general = [i.id for i in items if i.source_class == "general"]
     sides = f"{len(institutional)} institutional and {len(general)} general item(s)"
+    if not enabled:
+        return EvidencePartition(mode="full-pool", reason=f"{sides}: source-type partitioning is off "
+                                 "(fact_check.partition = false), so every role sees the full pool", advocate=every,
+                                 challenger=every, reconciler=every, validation=list(every))
     if len(institutional) < min_side or len(general) < min_side:
         return EvidencePartition(mode="full-pool", reason=f"{sides}: a side has fewer than {min_side}, so every "
                                  "role sees the full pool", advocate=every, challenger=every, reconciler=every,

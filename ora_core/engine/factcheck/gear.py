@@ -282,6 +282,12 @@ async def research_step(run: ClaimRun) -> None:
                              f"source type(s) {', '.join(kept.unmapped_source_types)} are not in "
                              f"fact_check.source_classes: counted {fc.unmapped_source_class}", severity="info",
                              source_types=kept.unmapped_source_types)
+        if kept.unreadable_directions:
+            shown = ", ".join(f"{i}: {v!r}" for i, v in kept.unreadable_directions.items())
+            step.contingency(f"{name}-direction-labels-unreadable",
+                             f"provenance direction label(s) that are none of supports|contradicts|neutral ({shown}): "
+                             "those items count as unlabelled", severity="warning",
+                             labels=kept.unreadable_directions)
         step.output.update(source=source, query=query, retrieval_latency_s=run.research_latency_s,
                            items=[i.model_dump(mode="json") for i in run.items], dropped=kept.dropped,
                            dropped_by_reason=kept.dropped_by_reason(), failures=failures,
@@ -387,10 +393,10 @@ def balance_step(run: ClaimRun) -> Any:
 
 
 def partition_step(run: ClaimRun) -> EvidencePartition:
-    with run.turn.step(f"{run.prefix}-partition", kind="deterministic",
+    with run.turn.step(f"{run.prefix}-partition", kind="deterministic", enabled=run.fc.partition,
                        min_side=run.fc.partition_min_side) as step:
         step.health.kind = "deterministic"
-        part = partition(run.items, run.fc.partition_min_side)
+        part = partition(run.items, run.fc.partition_min_side, enabled=run.fc.partition)
         step.output.update(part.model_dump(mode="json"))
     return part
 

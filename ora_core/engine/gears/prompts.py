@@ -134,15 +134,39 @@ def reviser_spec(gc: Any, *, name: str, role: str, slot: str, own: str, critique
                     stream=slot, postprocess=_record_revision)
 
 
-def _findings(verdict: Any) -> str:
+#: A reason's closing parenthesis (``(best similarity 0.31, 29% of its content words in the evidence;
+#: not in the evidence: looking, tool)``): its parts of figures are a measurement for the trace, not a
+#: finding a reviser can act on; a labelled part (``not in the evidence: ...``) is kept.
+_CLOSING = re.compile(r"\s*\(([^()]*)\)\s*$")
+_WORDS = re.compile(r"[a-z0-9]+")
+
+
+def _without_figures(reason: str) -> str:
+    """``reason`` without the parts of its closing parenthesis that are figures and no label."""
+    match = _CLOSING.search(reason)
+    if match is None:
+        return reason
+    kept = [p.strip() for p in match.group(1).split(";") if ":" in p or not re.search(r"\d", p)]
+    return reason[:match.start()] + (f" ({'; '.join(kept)})" if kept else "")
+
+
+def _findings(verdict: Any, profile: ProfileName = "full") -> str:
     """What a reviser is told a failed verification found: the reasons, the unsupported claims
     the reasons do not already quote, and the verifier's report when its prose is the finding
     (a model verifier, or a verifier that gave neither reasons nor claims). A non-LLM verifier's
     full report (every claim, supported ones too, with its best evidence) stays in the trace:
-    repeating it cost a small local model ~700 prompt tokens per re-revision."""
-    lines = [f"- {r}" for r in verdict.reasons] or ["- (no reasons given)"]
-    said = "\n".join(verdict.reasons)
+    repeating it cost a small local model ~700 prompt tokens per re-revision. Under the compact
+    profile each reason is said once and without its closing parenthesis of figures (the verify
+    step keeps them), and a claim a reason already quotes is not listed again however its quotes
+    were escaped: ~20 tokens per unsupported claim."""
+    reasons = list(verdict.reasons)
+    said = "\n".join(reasons)
     claims = [c for c in verdict.unsupported_claims if c[:160] not in said]
+    if profile == "compact":
+        reasons = list(dict.fromkeys(_without_figures(r) for r in reasons))
+        words = " ".join(_WORDS.findall(said.lower()))
+        claims = [c for c in claims if " ".join(_WORDS.findall(c.lower()))[:160] not in words]
+    lines = [f"- {r}" for r in reasons] or ["- (no reasons given)"]
     if claims:
         lines += ["Unsupported claims:", *(f"- {c}" for c in claims)]
     prose = verdict.verifier == "model" or not (verdict.reasons or verdict.unsupported_claims)
@@ -161,7 +185,7 @@ def re_revision_spec(gc: Any, name: str, slot: str, role: str, text: str, verdic
                                tail=profiles.REVISION_RECORD.text(profile)),
                     package=package(gc, f"## ANALYSIS THAT FAILED VERIFICATION\n{text}",
                                     f"## VERIFIER FINDINGS (cycle {cycle}: FAIL, verifier {verdict.verifier})\n"
-                                    + _findings(verdict)),
+                                    + _findings(verdict, profile)),
                     stream=slot, postprocess=_record_revision)
 
 
@@ -209,9 +233,10 @@ def consolidator_spec(gc: Any, *, name: str, streams: dict[str, tuple[str, str]]
 
 
 def corrective_spec(gc: Any, name: str, role: str, text: str, verdict: Any) -> StepSpec:
-    head = profiles.CORRECTIVE.text(profile_for(gc, role))
+    profile = profile_for(gc, role)
+    head = profiles.CORRECTIVE.text(profile)
     return _spec(gc, name=name, role=role, purpose="consolidator" if role == "consolidator" else "reviser",
                     prompt_key=f"gear{gc.gear}.corrective-revision",
                     task=_task(head, gc, "VERIFICATION CRITERIA", "OUTPUT FORMAT GUIDANCE"),
                     package=package(gc, f"## ANSWER THAT FAILED FINAL VERIFICATION\n{text}",
-                                    f"## VERIFIER FINDINGS ({verdict.verifier})\n" + _findings(verdict)))
+                                    f"## VERIFIER FINDINGS ({verdict.verifier})\n" + _findings(verdict, profile)))

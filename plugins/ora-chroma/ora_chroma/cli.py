@@ -92,6 +92,10 @@ def _print_report(report: Any, verb: str) -> None:
                    f"({report.malformed} with malformed front matter):", err=True)
         for skipped in report.skipped:
             typer.echo(f"  {skipped.kind}: {skipped.reason}", err=True)
+    if report.front_matter_not_carried:
+        first = report.front_matter_not_carried[0]
+        typer.echo(f"front matter: {len(report.front_matter_not_carried)} key(s) not carried to the chunks' "
+                   f"provenance (not scalar, or a name Ora sets), e.g. {first}; --json lists them", err=True)
     for source in report.removed:
         typer.echo(f"  removed: {source}")
 

@@ -28,7 +28,7 @@ from pydantic import BaseModel, Field
 from ora_core.api import OraError
 
 from .embedding import embed
-from .notes import FrontMatterError, NotUtf8Error, ParsedNote, note_key, parse_note
+from .notes import EXTRA_PREFIX, FrontMatterError, NotUtf8Error, ParsedNote, note_key, parse_note
 from .store import FileRecord, VaultStore, now_iso
 
 Progress = Callable[[int, int], None]  # (chunks embedded so far, chunks to embed)
@@ -60,6 +60,9 @@ class IngestReport(BaseModel):
     chunks_total: int = 0
     skipped: list[SkippedFile] = Field(default_factory=list)
     removed: list[str] = Field(default_factory=list)
+    #: Front-matter keys of the ingested notes that do not travel with their chunks ("<file>: <key>: why";
+    #: see ``notes.EXTRA_PREFIX`` for what does).
+    front_matter_not_carried: list[str] = Field(default_factory=list)
     seconds: float = 0.0
 
     @property
@@ -134,6 +137,7 @@ def _metadata(note: ParsedNote, root: Path, heading: str, index: int, ingested_a
         "chunk_index": index,
         "ingested_at": ingested_at,
         "stream": "concept",
+        **{EXTRA_PREFIX + key: value for key, value in note.extras.items()},
     }
 
 
@@ -227,6 +231,7 @@ class Ingestor:
                                                   reason=f"{file}: {exc.strerror or exc}"))
                 continue
             parsed.append((root, note))
+            report.front_matter_not_carried.extend(f"{note.path}: {why}" for why in note.extras_left_out)
         return parsed
 
     def _existing_ids(self, sources: list[str]) -> dict[str, set[str]]:

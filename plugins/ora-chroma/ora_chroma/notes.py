@@ -7,7 +7,9 @@ its own. Chunk ids are content hashes, so an unchanged note yields the same ids 
 from __future__ import annotations
 
 import hashlib
+import math
 import re
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -34,8 +36,34 @@ class NotUtf8Error(ValueError):
         super().__init__(f"{path}: not UTF-8 text ({reason} at byte {offset})")
 
 
+#: Other front-matter keys travel with each chunk of the note: stored in Chroma's metadata as
+#: ``fm.<key>`` and given back in ``provenance.extra[<key>]`` (so a pre-labelled ``direction``, a
+#: ``stance``, an ``author`` reach whoever reads the evidence). Bounded: scalar values only (text,
+#: numbers, booleans; a date as ISO text), keys of at most 64 letters, digits, ``_`` and ``-``
+#: starting with a letter, text cut to ``MAX_EXTRA_CHARS``, the first ``MAX_EXTRA_KEYS`` keys by
+#: name; never a key Ora sets itself (``RESERVED_EXTRA_KEYS``). What is not carried is said in
+#: ``ParsedNote.extras_left_out``.
+EXTRA_PREFIX = "fm."
+MAX_EXTRA_KEYS = 32
+MAX_EXTRA_CHARS = 500
+EXTRA_KEY = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,63}")
+#: Chunk ids of a note with extras carry this mark, so a store written before extras were carried
+#: re-indexes such a note once (its chunks then hold them); a note without extras keeps its ids.
+EXTRAS_VERSION = "front-matter-extras/1"
+RESERVED_EXTRA_KEYS = frozenset({
+    # front matter Ora maps itself (NoteMeta)
+    "title", "type", "source_type", "approved", "tags", "related",
+    # chunk metadata and provenance Ora writes
+    "source", "root", "note", "heading", "chunk_index", "ingested_at", "stream", "collection", "score", "weight",
+    "conversation_id", "turn_id", "weighted_score", "ingested_at_unreadable", "direction_from",
+    # the relationship stream's provenance, and the contrarian pass's tag (set by the pass, never by a note)
+    "path", "link_kinds", "hops", "seed", "searchStrategy",
+})
+
+
 class NoteMeta(BaseModel):
-    """The front matter fields Ora reads. Other keys (aliases, dates...) are kept, unused."""
+    """The front matter fields Ora reads. Other keys (aliases, dates...) are kept; the scalar ones
+    travel with the chunks (``extra_fields``)."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -65,6 +93,38 @@ class NoteMeta(BaseModel):
         return [v for v in out if v]
 
 
+def _scalar(value: Any) -> str | int | float | bool | None:
+    """A front-matter value as Chroma can store it, or None when it is not a scalar."""
+    if isinstance(value, bool | int | str):
+        return value[:MAX_EXTRA_CHARS] if isinstance(value, str) else value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, date):  # datetime too: YAML reads a bare date or timestamp as one
+        return value.isoformat()
+    return None
+
+
+def extra_fields(meta: NoteMeta) -> tuple[dict[str, str | int | float | bool], list[str]]:
+    """The front-matter keys that travel with the note's chunks (see ``EXTRA_PREFIX``), and each key
+    left out with why."""
+    carried: dict[str, str | int | float | bool] = {}
+    left_out: list[str] = []
+    for key in sorted((meta.model_extra or {}), key=str):
+        value = (meta.model_extra or {})[key]
+        name = str(key)
+        if name in RESERVED_EXTRA_KEYS:
+            left_out.append(f"{name}: a name Ora sets itself")
+        elif not EXTRA_KEY.fullmatch(name):
+            left_out.append(f"{name[:80]}: not a plain name (letters, digits, _ and -, at most 64)")
+        elif (scalar := _scalar(value)) is None:
+            left_out.append(f"{name}: not a scalar value ({type(value).__name__})")
+        elif len(carried) >= MAX_EXTRA_KEYS:
+            left_out.append(f"{name}: beyond the first {MAX_EXTRA_KEYS} keys")
+        else:
+            carried[name] = scalar
+    return carried, left_out
+
+
 class NoteChunk(BaseModel):
     id: str
     text: str
@@ -81,6 +141,8 @@ class ParsedNote(BaseModel):
     meta_hash: str
     chunks: list[NoteChunk]
     links: list[tuple[str, str]]  # (target key, kind: wiki | related)
+    extras: dict[str, str | int | float | bool] = Field(default_factory=dict)  # front matter carried to chunks
+    extras_left_out: list[str] = Field(default_factory=list)  # "key: why" for each extra key not carried
 
 
 def note_key(name: str) -> str:
@@ -213,6 +275,8 @@ def parse_note(path: Path, root: Path, *, chunk_words: int = 160, overlap_words:
     title = meta.title or (first_h1.group(1).strip() if first_h1 else "") or path.stem
     meta_json = meta.model_dump_json()
     meta_hash = _digest(meta_json, title)[:16]
+    extras, left_out = extra_fields(meta)
+    mark = [EXTRAS_VERSION] if extras else []
     chunks: list[NoteChunk] = []
     seen: dict[str, int] = {}
     for heading_path, section in sections:
@@ -225,7 +289,7 @@ def parse_note(path: Path, root: Path, *, chunk_words: int = 160, overlap_words:
             chunk_text = f"{header}\n\n{piece}"
             dup = seen.get(chunk_text, 0)
             seen[chunk_text] = dup + 1
-            chunk_id = _digest(str(path), meta_hash, chunk_text, str(dup))[:32]
+            chunk_id = _digest(str(path), meta_hash, chunk_text, str(dup), *mark)[:32]
             chunks.append(NoteChunk(id=chunk_id, text=chunk_text, heading=heading, index=len(chunks)))
     links: list[tuple[str, str]] = []
     own = {note_key(path.stem), note_key(title)}
@@ -239,4 +303,4 @@ def parse_note(path: Path, root: Path, *, chunk_words: int = 160, overlap_words:
             if key and key not in own and (key, "wiki") not in links:
                 links.append((key, "wiki"))
     return ParsedNote(path=path, note=rel, title=title, meta=meta, file_hash=_digest(text)[:32],
-                      meta_hash=meta_hash, chunks=chunks, links=links)
+                      meta_hash=meta_hash, chunks=chunks, links=links, extras=extras, extras_left_out=left_out)

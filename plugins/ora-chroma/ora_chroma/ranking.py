@@ -20,12 +20,18 @@ same query without the mode's filters) say why:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
 
 from ora_core.api import Chunk, EmptyDiagnosis, EmptyReason, Provenance, RetrievalFilters
+
+from .notes import EXTRA_PREFIX
+
+DIRECTION = "direction"  # the provenance.extra key the fact-check reads a pre-labelled direction from
 
 
 class Candidate(BaseModel):
@@ -88,14 +94,42 @@ def _when(raw: Any, info: dict[str, Any]) -> datetime | None:
         return None
 
 
+@dataclass(frozen=True)
+class DirectionRule:
+    """``[plugins.chroma] direction_from`` / ``directions``: a front-matter field whose value names a
+    chunk's evidence direction (``settings.ChromaSettings``)."""
+
+    field: str
+    directions: Mapping[str, str]
+
+    @classmethod
+    def of(cls, settings: Any) -> DirectionRule | None:
+        return cls(settings.direction_from, dict(settings.directions)) if settings.direction_from else None
+
+    def apply(self, info: dict[str, Any]) -> None:
+        if DIRECTION in info or self.field not in info:
+            return  # the note states its direction itself, or has no such field
+        value = str(info[self.field]).strip()
+        if value in self.directions:
+            info[DIRECTION] = self.directions[value]
+            info["direction_from"] = f"{self.field}: {value}"
+
+
 def to_chunk(c: Candidate, *, collection: str, stream: str, weight: float,
-             extra: dict[str, Any] | None = None) -> Chunk:
+             extra: dict[str, Any] | None = None, directions: DirectionRule | None = None) -> Chunk:
+    """The chunk with its provenance: Ora's fields, then the note's own front-matter extras (stored as
+    ``fm.<key>``; Ora's names are never among them), then ``extra`` (the relationship stream's path)."""
     meta = c.meta
     tags = [t for t in str(meta.get("tags", "")).split(",") if t]
     info: dict[str, Any] = {k: meta[k] for k in ("note", "title", "chunk_index", "conversation_id", "turn_id")
                             if k in meta}
     if tags:
         info["tags"] = tags
+    for key, value in meta.items():
+        if key.startswith(EXTRA_PREFIX) and key[len(EXTRA_PREFIX):] not in info:
+            info[key[len(EXTRA_PREFIX):]] = value
+    if directions is not None:
+        directions.apply(info)
     info["weighted_score"] = round(c.score * weight, 4)
     info.update(extra or {})
     ingested_at = _when(meta.get("ingested_at"), info)
@@ -121,7 +155,7 @@ class Ranked(BaseModel):
 
 def rank(matches: list[Candidate], *, k: int, approved_weight: float, max_chars: int, collection: str,
          stream: str, per_source: int | None = None,
-         extras: dict[str, dict[str, Any]] | None = None) -> Ranked:
+         extras: dict[str, dict[str, Any]] | None = None, directions: DirectionRule | None = None) -> Ranked:
     """Weight approved sources, sort, drop duplicate texts, keep within budget and ``k``."""
     weighted = sorted(
         ((c.score * (approved_weight if c.meta.get("approved") else 1.0), c) for c in matches),
@@ -143,7 +177,7 @@ def rank(matches: list[Candidate], *, k: int, approved_weight: float, max_chars:
         used += len(c.text)
         weight = approved_weight if c.meta.get("approved") else 1.0
         out.append(to_chunk(c, collection=collection, stream=stream, weight=weight,
-                            extra=(extras or {}).get(c.source)))
+                            extra=(extras or {}).get(c.source), directions=directions))
     return Ranked(chunks=out, dropped_by_budget=dropped)
 
 

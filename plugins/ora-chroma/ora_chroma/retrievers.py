@@ -19,18 +19,24 @@ from typing import Any
 from ora_core.api import EmptyDiagnosis, EmptyReason, OraError, Retrieval, RetrievalError, RetrievalFilters
 
 from .embedding import embed_query
-from .ranking import build_where, diagnose, filter_clauses, filters_applied, query, rank
+from .ranking import DirectionRule, build_where, diagnose, filter_clauses, filters_applied, query, rank
 from .settings import load_settings, store_location
 from .store import VaultStore, configured_embedder
 
 _stores: dict[tuple[str, str, str], VaultStore] = {}
+#: Settings a retrieval reads from its own configuration, not from the (shared) store.
+PER_TURN_SETTINGS = {"direction_from", "directions"}
 _stores_lock = threading.Lock()
 
 
 def store_for(config: Any) -> VaultStore:
-    """One ``VaultStore`` per (location, settings, embedder) per process, so collections are reused."""
+    """One ``VaultStore`` per (location, settings, embedder) per process, so collections are reused.
+    The direction mapping (``direction_from``, ``directions``) is read per retrieval
+    (``DirectionRule.of(load_settings(config))``), not from the store: turns that differ only in it
+    share one store."""
     settings = load_settings(config)
-    key = (store_location(config).label, settings.model_dump_json(), configured_embedder(config))
+    key = (store_location(config).label, settings.model_dump_json(exclude=PER_TURN_SETTINGS),
+           configured_embedder(config))
     with _stores_lock:
         store = _stores.get(key)
         if store is None:
@@ -122,7 +128,8 @@ class _ChromaRetriever:
         candidates = query(col, vector, n, where)
         matches = [c for c in candidates if c.score >= floor]
         ranked = rank(matches, k=k, approved_weight=config.retrieval.approved_weight,
-                      max_chars=store.settings.max_chars, collection=name, stream=self.stream)
+                      max_chars=store.settings.max_chars, collection=name, stream=self.stream,
+                      directions=DirectionRule.of(load_settings(config)))
         out = Retrieval(stream=self.stream, query=query_text, chunks=ranked.chunks, retriever=self.name)
         return _Search(vector=vector, where=where, n=n, candidates=candidates, matches=matches, ranked=ranked,
                        out=out)
@@ -258,7 +265,7 @@ class RelationshipRetriever(_ChromaRetriever):
                   for s, nb in by_source.items()}
         ranked = rank(candidates, k=k, approved_weight=config.retrieval.approved_weight,
                       max_chars=settings.max_chars, collection=name, stream=self.stream,
-                      per_source=1, extras=extras)
+                      per_source=1, extras=extras, directions=DirectionRule.of(load_settings(config)))
         out.chunks = ranked.chunks
         if not ranked.chunks:
             filtered = bool(filter_clauses(filters))

@@ -8,7 +8,7 @@ plugin understands (collection names, the similarity floor, chunk sizes) lives h
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -47,12 +47,26 @@ class ChromaSettings(PluginOptions):
     hops: int = Field(default=1, ge=1, le=3)
     #: File suffixes ``ora vault add`` ingests from a directory.
     suffixes: tuple[str, ...] = (".md", ".markdown", ".txt")
+    #: Evidence directions from a front-matter field: a chunk whose note has no ``direction`` of its
+    #: own, and whose ``direction_from`` field (e.g. ``stance``) has a value in ``directions``, gets
+    #: ``provenance.extra["direction"]`` = that value's direction (and ``direction_from`` = "key: value").
+    #: For fields whose meaning depends on the claim being checked (the calibration fixture's
+    #: ``stance: left|right|neutral``), the mapping is set per turn. Both or neither.
+    direction_from: str | None = Field(default=None, min_length=1, max_length=64)
+    directions: dict[str, Literal["supports", "contradicts", "neutral"]] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _overlap_below_chunk(self) -> ChromaSettings:
         if self.overlap_words >= self.chunk_words:
             raise ValueError(f"overlap_words ({self.overlap_words}) must be below chunk_words "
                              f"({self.chunk_words})")
+        return self
+
+    @model_validator(mode="after")
+    def _directions_with_their_field(self) -> ChromaSettings:
+        if bool(self.direction_from) != bool(self.directions):
+            raise ValueError("direction_from and directions go together: the front-matter field, and its values' "
+                             f"directions (got direction_from={self.direction_from!r}, directions={self.directions!r})")
         return self
 
 
