@@ -58,13 +58,25 @@ from ora_core.cli.bench_grounding import (  # noqa: E402
     overlap_score,
 )
 
-FEATURES = ("lexical", "semantic", "missing")
+FEATURES = ("lexical", "semantic", "missing", "missing_words")
+#: The columns of ``design`` and the constant each weight becomes (the intercept last).
+COLUMNS = ("LEXICAL", "SEMANTIC", "MISSING_SPECIFIC", "MISSING_WORD", "PERSONAL")
+#: Changes when the verifier's features change meaning (cached features of another version are recomputed).
+FEATURES_VERSION = 3
+
+
+class Caps(BaseModel):
+    """The hyper-parameters of the fit: the caps of the two counts and the L2 penalty."""
+
+    max_missing: int
+    max_missing_words: int
+    l2: float
 
 
 class AnswerFeatures(BaseModel):
     """What the verifier's report says of one answer: a row per claim, and the personal flag."""
 
-    claims: list[list[float]]  # [lexical, semantic, missing specifics] per claim
+    claims: list[list[float]]  # [lexical, semantic, missing specifics, missing words] per claim
     personal: bool
 
 
@@ -81,10 +93,22 @@ class Split(BaseModel):
 
 # --- the fit -----------------------------------------------------------------------------------
 
-def design(f: AnswerFeatures, max_missing: int) -> np.ndarray:
-    """The claim rows of one answer as model inputs: lexical, semantic, capped missing, personal."""
-    rows = [[lex, sem, min(miss, max_missing), float(f.personal)] for lex, sem, miss in f.claims]
-    return np.array(rows, dtype=float).reshape(-1, 4)
+_designs: dict[tuple[int, int, int], tuple[AnswerFeatures, np.ndarray]] = {}
+
+
+def design(f: AnswerFeatures, caps: Caps) -> np.ndarray:
+    """The claim rows of one answer as model inputs (``COLUMNS``): lexical, semantic, capped
+    missing specifics, capped missing words, personal (kept per answer and caps: the nested CV
+    asks for the same ones many times)."""
+    key = (id(f), caps.max_missing, caps.max_missing_words)
+    kept = _designs.get(key)
+    if kept is not None and kept[0] is f:
+        return kept[1]
+    rows = [[lex, sem, min(miss, caps.max_missing), min(words, caps.max_missing_words), float(f.personal)]
+            for lex, sem, miss, words in f.claims]
+    x = np.array(rows, dtype=float).reshape(-1, len(COLUMNS))
+    _designs[key] = (f, x)
+    return x
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float, iterations: int = 100) -> np.ndarray:
@@ -192,13 +216,14 @@ def verifier_and_ctx() -> tuple[Any, Any]:
 
 
 def features_of(verdict: Any) -> AnswerFeatures:
-    claims = [[float(c["lexical"]), float(c["semantic"]), float(len(c["missing_specifics"]))]
-              for c in verdict.data.get("claims", [])]
+    claims = [[float(c["lexical"]), float(c["semantic"]), float(len(c["missing_specifics"])),
+               float(len(c["missing_words"]))] for c in verdict.data.get("claims", [])]
     return AnswerFeatures(claims=claims, personal=bool(verdict.data.get("personal")))
 
 
 def example_key(e: GroundingExample) -> str:
-    return hashlib.sha256(json.dumps([e.evidence, e.question, e.answer, model.CANDIDATES]).encode()).hexdigest()
+    return hashlib.sha256(json.dumps([e.evidence, e.question, e.answer, model.CANDIDATES, model.CLAUSE_CANDIDATES,
+                                      FEATURES_VERSION]).encode()).hexdigest()
 
 
 def compute_features(examples: list[GroundingExample], cache: dict[str, Any], verifier: Any, ctx: Any,
@@ -216,40 +241,53 @@ def compute_features(examples: list[GroundingExample], cache: dict[str, Any], ve
 
 # --- the report --------------------------------------------------------------------------------
 
-def cross_validate(splits: list[Split], k: int, seed: int, l2: float, max_missing: int) -> dict[str, Any]:
+def _rows(splits: list[Split], caps: Caps, pick: Any) -> tuple[list[np.ndarray], np.ndarray]:
+    """The design and labels of the examples ``pick(split, i)`` selects, the files pooled."""
+    x = [design(f, caps) for s in splits for i, f in enumerate(s.features) if pick(s, i)]
+    y = np.array([s.examples[i].label for s in splits for i in range(len(s.examples)) if pick(s, i)])
+    return x, y
+
+
+def _baselines(s: Split, test: list[int], train: list[int]) -> tuple[float, float]:
+    """AUROC of content-word overlap and of answer length on ``test``, the length direction as
+    ``train`` favours it (as ``ora bench grounding`` does)."""
+    y = [s.examples[i].label for i in test]
+    overlap = auroc([overlap_score(s.examples[i].answer, s.examples[i].evidence) for i in test], y)
+    sign = -1.0 if auroc([length_score(s.examples[i].answer) for i in train],
+                         [s.examples[i].label for i in train]) < 0.5 else 1.0
+    return overlap, auroc([sign * length_score(s.examples[i].answer) for i in test], y)
+
+
+def cross_validate(splits: list[Split], k: int, seed: int, caps: Caps,
+                   member: dict[str, list[bool]] | None = None) -> dict[str, Any]:
+    """``k``-fold CV (folds seeded ``seed``) over the examples ``member`` marks (default: the
+    tuning part, every example not held out): fitted on the training folds of all files pooled,
+    AUROC per file on each held-out fold, the threshold chosen on the training folds."""
+    member = member or {s.file: [not h for h in s.holdout] for s in splits}
     folds = {s.file: group_folds([e.label for e in s.examples], s.groups, k, seed) for s in splits}
     per_file: dict[str, dict[str, list[float]]] = {
         s.file: {"model": [], "overlap": [], "length": [], "accuracy": [], "balanced": []} for s in splits}
     thresholds = []
     for held in range(k):
-        train_x: list[np.ndarray] = []
-        train_y: list[int] = []
-        for s in splits:
-            for i, f in enumerate(s.features):
-                if not s.holdout[i] and folds[s.file][i] != held:
-                    train_x.append(design(f, max_missing))
-                    train_y.append(s.examples[i].label)
-        w = fit_weakest_claim(train_x, np.array(train_y), l2)
+        def train(s: Split, i: int, held: int = held) -> bool:
+            return member[s.file][i] and folds[s.file][i] != held
+
+        w = fit_weakest_claim(*_rows(splits, caps, train), caps.l2)
         train_scores, test_scores = [], []
         for s in splits:
             y = s.labels()
-            tr = [i for i in range(len(y)) if not s.holdout[i] and folds[s.file][i] != held]
-            te = [i for i in range(len(y)) if not s.holdout[i] and folds[s.file][i] == held]
-            train_scores.append((sigmoid(answer_logits(w, [design(s.features[i], max_missing) for i in tr])), y[tr]))
-            test_scores.append((s, te, sigmoid(answer_logits(w, [design(s.features[i], max_missing) for i in te])),
-                                y[te]))
+            tr = [i for i in range(len(y)) if train(s, i)]
+            te = [i for i in range(len(y)) if member[s.file][i] and folds[s.file][i] == held]
+            train_scores.append((sigmoid(answer_logits(w, [design(s.features[i], caps) for i in tr])), y[tr]))
+            test_scores.append((s, te, tr, sigmoid(answer_logits(w, [design(s.features[i], caps) for i in te])), y[te]))
         t = shared_threshold(train_scores)
         thresholds.append(float(t))
-        for s, te, scores, y in test_scores:
+        for s, te, tr, scores, y in test_scores:
             r = per_file[s.file]
             r["model"].append(auroc(list(scores), list(y)))
-            overlaps = [overlap_score(s.examples[i].answer, s.examples[i].evidence) for i in te]
-            r["overlap"].append(auroc(overlaps, list(y)))
-            lengths = [length_score(s.examples[i].answer) for i in te]
-            tr_lengths = [(length_score(s.examples[i].answer), s.examples[i].label) for i in range(len(s.examples))
-                          if not s.holdout[i] and folds[s.file][i] != held]
-            sign = -1.0 if auroc([a for a, _ in tr_lengths], [b for _, b in tr_lengths]) < 0.5 else 1.0
-            r["length"].append(auroc([sign * v for v in lengths], list(y)))
+            overlap, length = _baselines(s, te, tr)
+            r["overlap"].append(overlap)
+            r["length"].append(length)
             r["accuracy"].append(float(((scores >= t) == (y == 1)).mean()))
             r["balanced"].append(balanced_accuracy(scores, y, t))
     summary = {}
@@ -262,18 +300,50 @@ def cross_validate(splits: list[Split], k: int, seed: int, l2: float, max_missin
     return {"files": summary, "thresholds": thresholds}
 
 
-def held_out(splits: list[Split], w: np.ndarray, threshold: float, max_missing: int) -> dict[str, Any]:
+#: The hyper-parameters ``--nested`` chooses among (each by an inner cross-validation).
+GRID = [Caps(max_missing=m, max_missing_words=w, l2=l2)
+        for m in (1, 2, 3) for w in (0, 2, 3, 4, 6) for l2 in (0.3, 1.0, 3.0)]
+
+
+def nested(splits: list[Split], k: int, seed: int) -> dict[str, Any]:
+    """Nested CV of choosing the caps: for each outer fold, a ``k - 1``-fold CV of its training
+    part picks the ``GRID`` entry of best mean delta over the files; the model refitted with it on
+    the whole training part is measured on the outer fold. The figures are those of the procedure
+    (choice included), not of one choice."""
+    folds = {s.file: group_folds([e.label for e in s.examples], s.groups, k, seed) for s in splits}
+    per_file: dict[str, dict[str, list[float]]] = {s.file: {"model": [], "delta": []} for s in splits}
+    chosen: list[dict[str, Any]] = []
+    for held in range(k):
+        member = {s.file: [not s.holdout[i] and folds[s.file][i] != held for i in range(len(s.examples))]
+                  for s in splits}
+
+        def inner(caps: Caps, member: dict[str, list[bool]] = member) -> float:
+            files = cross_validate(splits, k - 1, seed + 1000, caps, member)["files"]
+            return statistics.fmean(r["delta"] for r in files.values())
+
+        caps = max(GRID, key=inner)
+        chosen.append(caps.model_dump())
+        w = fit_weakest_claim(*_rows(splits, caps, lambda s, i, m=member: m[s.file][i]), caps.l2)
+        for s in splits:
+            te = [i for i in range(len(s.examples)) if not s.holdout[i] and folds[s.file][i] == held]
+            tr = [i for i in range(len(s.examples)) if member[s.file][i]]
+            m = auroc(list(answer_logits(w, [design(s.features[i], caps) for i in te])),
+                      [s.examples[i].label for i in te])
+            per_file[s.file]["model"].append(m)
+            per_file[s.file]["delta"].append(m - max(_baselines(s, te, tr)))
+    return {"files": {f: {"auroc": round(statistics.fmean(r["model"]), 4),
+                          "delta": round(statistics.fmean(r["delta"]), 4)} for f, r in per_file.items()},
+            "chosen": chosen}
+
+
+def held_out(splits: list[Split], w: np.ndarray, threshold: float, caps: Caps) -> dict[str, Any]:
     out = {}
     for s in splits:
         idx = [i for i in range(len(s.examples)) if s.holdout[i]]
-        y = [s.examples[i].label for i in idx]
-        scores = sigmoid(answer_logits(w, [design(s.features[i], max_missing) for i in idx]))
-        overlap = auroc([overlap_score(s.examples[i].answer, s.examples[i].evidence) for i in idx], y)
-        # the length direction as chosen on the tuning part
         tune = [i for i in range(len(s.examples)) if not s.holdout[i]]
-        sign = -1.0 if auroc([length_score(s.examples[i].answer) for i in tune],
-                             [s.examples[i].label for i in tune]) < 0.5 else 1.0
-        length = auroc([sign * length_score(s.examples[i].answer) for i in idx], y)
+        y = [s.examples[i].label for i in idx]
+        scores = sigmoid(answer_logits(w, [design(s.features[i], caps) for i in idx]))
+        overlap, length = _baselines(s, idx, tune)
         m = auroc(list(scores), y)
         out[s.file] = {"examples": len(idx), "auroc": round(m, 4), "overlap": round(overlap, 4),
                        "length": round(length, 4), "delta": round(m - max(overlap, length), 4),
@@ -286,11 +356,16 @@ def write_constants(w: np.ndarray) -> None:
     text = path.read_text(encoding="utf-8")
     start = text.index("# --- fitted:")
     end = text.index("# --- end of fitted block ---")
-    block = ("# --- fitted: benchmarks/grounding_fit.py --write rewrites this block ---\n"
-             f"INTERCEPT = {w[4]:.2f}\nLEXICAL = {w[0]:.2f}\nSEMANTIC = {w[1]:.2f}\n"
-             f"MISSING_SPECIFIC = {w[2]:.2f}\nPERSONAL = {w[3]:.2f}\n")
+    values = dict(zip((*COLUMNS, "INTERCEPT"), w, strict=True))
+    block = "# --- fitted: benchmarks/grounding_fit.py --write rewrites this block ---\n" + "".join(
+        f"{name} = {values[name]:.2f}\n" for name in ("INTERCEPT", *COLUMNS))
     path.write_text(text[:start] + block + text[end:], encoding="utf-8")
     print(f"wrote the fitted constants to {path}")
+
+
+def _seeds(text: str) -> list[int]:
+    first, _, last = text.partition("-")
+    return list(range(int(first), int(last or first) + 1))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -298,6 +373,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0, help="seed of the cross-validation folds")
+    parser.add_argument("--seeds", type=_seeds, default=None, metavar="A-B",
+                        help="also cross-validate with each fold seed A..B: mean and minimum delta per file")
+    parser.add_argument("--nested", action="store_true",
+                        help="nested CV of choosing the caps and L2 (GRID) over the fold seeds (--seeds, else --seed)")
     parser.add_argument("--holdout", type=float, default=0.2, help="share of each file kept out of all fitting")
     parser.add_argument("--holdout-seed", type=int, default=15)
     parser.add_argument("--cache", type=Path, default=None, help="keep the verifier's features here (JSON)")
@@ -323,38 +402,63 @@ def main(argv: list[str] | None = None) -> int:
     print(f"features of {sum(len(s.examples) for s in splits)} answers in {time.perf_counter() - started:.0f}s",
           file=sys.stderr)
 
-    cv = cross_validate(splits, args.folds, args.seed, model.L2, model.MAX_MISSING)
-    tune_x = [design(f, model.MAX_MISSING) for s in splits for i, f in enumerate(s.features) if not s.holdout[i]]
-    tune_y = np.array([s.examples[i].label for s in splits for i in range(len(s.examples)) if not s.holdout[i]])
-    w = fit_weakest_claim(tune_x, tune_y, model.L2)
+    caps = Caps(max_missing=model.MAX_MISSING, max_missing_words=model.MAX_MISSING_WORDS, l2=model.L2)
+    report: dict[str, Any] = {"caps": caps.model_dump()}
+    cv = report["cv"] = cross_validate(splits, args.folds, args.seed, caps)
+    x, y = _rows(splits, caps, lambda s, i: not s.holdout[i])
+    w = fit_weakest_claim(x, y, caps.l2)
     tune_scores = []
     for s in splits:
         idx = [i for i in range(len(s.examples)) if not s.holdout[i]]
-        tune_scores.append((sigmoid(answer_logits(w, [design(s.features[i], model.MAX_MISSING) for i in idx])),
-                            s.labels()[idx]))
+        tune_scores.append((sigmoid(answer_logits(w, [design(s.features[i], caps) for i in idx])), s.labels()[idx]))
     threshold = shared_threshold(tune_scores)
-    held = held_out(splits, w, threshold, model.MAX_MISSING)
+    held = report["held_out"] = held_out(splits, w, threshold, caps)
 
     print(f"\n{args.folds}-fold CV on the tuning part ({1 - args.holdout:.0%} of each file), AUROC mean over "
-          "held-out folds; threshold chosen on the training folds:")
+          f"held-out folds (fold seed {args.seed}); threshold chosen on the training folds:")
     print(f"{'file':26s} {'model':>7s} {'± sd':>6s} {'overlap':>8s} {'length':>7s} {'delta':>7s} {'acc':>6s} "
           f"{'bal.acc':>7s}")
     for file, r in cv["files"].items():
         print(f"{file:26s} {r['auroc']:7.3f} {r['auroc_sd']:6.3f} {r['overlap']:8.3f} {r['length']:7.3f} "
               f"{r['delta']:+7.3f} {r['accuracy']:6.3f} {r['balanced_accuracy']:7.3f}")
     print(f"thresholds chosen on the training folds: {cv['thresholds']}")
+    if args.seeds:
+        runs = [cross_validate(splits, args.folds, seed, caps)["files"] for seed in args.seeds]
+        report["seeds"] = {"seeds": args.seeds, "files": {}}
+        print(f"\nover fold seeds {args.seeds[0]}-{args.seeds[-1]}: AUROC (mean) and its delta over the better "
+              "baseline (mean, minimum):")
+        for file in cv["files"]:
+            deltas = [run[file]["delta"] for run in runs]
+            row = {"auroc": round(statistics.fmean(run[file]["auroc"] for run in runs), 4),
+                   "delta_mean": round(statistics.fmean(deltas), 4), "delta_min": round(min(deltas), 4)}
+            report["seeds"]["files"][file] = row
+            print(f"{file:26s} AUROC {row['auroc']:.3f}  delta mean {row['delta_mean']:+.4f}  "
+                  f"min {row['delta_min']:+.4f}")
+    if args.nested:
+        runs = [nested(splits, args.folds, seed) for seed in (args.seeds or [args.seed])]
+        report["nested"] = runs
+        print("\nnested CV (the caps and L2 chosen by an inner CV on each outer training part), per fold seed:")
+        for file in cv["files"]:
+            deltas = [run["files"][file]["delta"] for run in runs]
+            print(f"{file:26s} AUROC {statistics.fmean(run['files'][file]['auroc'] for run in runs):.3f}  "
+                  f"delta mean {statistics.fmean(deltas):+.4f}  min {min(deltas):+.4f}")
+        picks: dict[str, int] = {}
+        for run in runs:
+            for c in run["chosen"]:
+                label = f"max_missing={c['max_missing']} max_missing_words={c['max_missing_words']} l2={c['l2']}"
+                picks[label] = picks.get(label, 0) + 1
+        print("chosen: " + "; ".join(f"{n}x {label}" for label, n in sorted(picks.items(), key=lambda kv: -kv[1])))
     print(f"\nheld-out {args.holdout:.0%} (seed {args.holdout_seed}), model fitted on the whole tuning part, "
           f"threshold {threshold:.2f}:")
     for file, r in held.items():
         print(f"{file:26s} n={r['examples']:4d} AUROC {r['auroc']:.3f} overlap {r['overlap']:.3f} length "
               f"{r['length']:.3f} delta {r['delta']:+.3f} acc {r['accuracy']:.3f}")
-    names = ("LEXICAL", "SEMANTIC", "MISSING_SPECIFIC", "PERSONAL", "INTERCEPT")
+    names = (*COLUMNS, "INTERCEPT")
     print("\nfitted constants: " + ", ".join(f"{n} = {v:.2f}" for n, v in zip(names, w, strict=True)))
     print(f"recommended [verification] threshold: {threshold:.2f}")
+    report.update(constants=dict(zip(names, map(float, w), strict=True)), threshold=threshold)
     if args.json is not None:
-        args.json.write_text(json.dumps({"cv": cv, "held_out": held, "constants": dict(zip(names, map(float, w),
-                                                                                          strict=True)),
-                                         "threshold": threshold}, indent=2), encoding="utf-8")
+        args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")
     if args.write:
         write_constants(w)
     return 0

@@ -18,17 +18,26 @@ Signals:
 - ``specifics-unchecked`` (kind ``specifics``, weak, no evidence flag): the text states
   specifics but no evidence package was at hand (Gear 1's direct answer has none), so they were
   not checked. Recorded, never counted as confabulation.
+
+It runs in the kernel's one analysis of each output (``detect_analysed(analysis, ctx)``, see
+``ora_core.kernel.detection``): the checkable part of the text and its claims are views of that
+analysis (``grounding.checkable``, ``grounding.claims``; no other detector computes these, so the
+keys are this plugin's own). Called directly, ``detect(text, ctx)`` analyses the text for that one
+call: the same signals either way. The evidence index (words, numbers, months of the package) is
+built once per package content and kept for the next outputs (``specifics.IndexCache``: the last
+``INDEX_CACHE_SIZE`` packages, keyed by their texts), as every step of a turn checks against the
+same evidence.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from ora_core.api import Signal
+from ora_core.api import Signal, TextAnalysis
 
 from .evidence import normalise_package
 from .lexical import missing_specifics
-from .specifics import EvidenceIndex, SpecificCheck, check_specifics
+from .specifics import EvidenceIndex, IndexCache, SpecificCheck, check_specifics
 from .subject import checkable_text
 from .text import split_claims
 
@@ -37,6 +46,14 @@ EVIDENCE_KEY = "evidence"
 #: grades): their specifics are the subject's, not claims of their own (``StepMaterial.purpose``).
 QUOTING_PURPOSES = frozenset({"evaluator", "verifier"})
 MAX_REPORTED = 20
+#: Evidence packages whose index is kept (a turn's steps share one; concurrent turns each have theirs).
+INDEX_CACHE_SIZE = 8
+CHECKABLE_VIEW = "grounding.checkable"
+CLAIMS_VIEW = "grounding.claims"
+
+
+def _checkable(text: str) -> str:
+    return checkable_text(text).text  # the answer without protocol lines (CONFIDENCE: 0.90 ...)
 
 
 class UnsupportedSpecificsDetector:
@@ -45,14 +62,20 @@ class UnsupportedSpecificsDetector:
     layer = "model_output"
     assumes = ("evidence_available",)
 
+    def __init__(self, *, index_cache_size: int = INDEX_CACHE_SIZE) -> None:
+        self.indexes = IndexCache(index_cache_size)
+
     def detect(self, text: str, ctx: Any) -> list[Signal]:
+        return self.detect_analysed(TextAnalysis(text), ctx)
+
+    def detect_analysed(self, analysis: Any, ctx: Any) -> list[Signal]:
         data = getattr(ctx, "data", None)
         material = data.get("material") if isinstance(data, dict) else None
         if material is not None and getattr(material, "purpose", "") in QUOTING_PURPOSES:
             return []
         has_package = isinstance(data, dict) and EVIDENCE_KEY in data
-        checkable = checkable_text(text).text  # the answer without protocol lines (CONFIDENCE: 0.90 ...)
-        claims = split_claims(checkable)
+        checkable = analysis.view(CHECKABLE_VIEW, _checkable)
+        claims: list[str] = analysis.view(CLAIMS_VIEW, lambda _text: split_claims(checkable))
         if not has_package:
             found = [(c, s) for c in claims for s in check_specifics(c, EvidenceIndex())]
             if not found:
@@ -69,17 +92,17 @@ class UnsupportedSpecificsDetector:
         # Phase A cleaned it) may be repeated without evidence.
         user = [t for t in (getattr(ctx, "prompt", ""), getattr(data[EVIDENCE_KEY], "prompt", ""))
                 if isinstance(t, str) and t]
-        sources = [*(item.text for item in items), *user]
-        index = EvidenceIndex.build(sources)
+        index = self.indexes.get([*(item.text for item in items), *user])
         unsupported: list[tuple[str, SpecificCheck]] = [
             (claim, check) for claim in claims for check in check_specifics(claim, index) if not check.supported
         ]
-        spans = missing_specifics(checkable, "\n".join(sources))
+        spans = missing_specifics(checkable, index.text)
         if not unsupported and not spans:
             return []
         found = [m for _, check in unsupported for m in (check.missing or [check.text])]
         missing = list(dict.fromkeys([*spans, *found]))
         first_text = unsupported[0][1].text if unsupported else spans[0]
+        text = analysis.text
         start = text.find(first_text)
         return [Signal(
             detector=self.name, kind=self.kind, name="unsupported-specifics", strength="strong",

@@ -3,10 +3,14 @@
 For every claim (a sentence that asserts something, see ``text.split_claims``):
 
 - ``lexical`` — the share of the claim's content words found in the evidence (stem-aware);
-- ``semantic`` — the best MiniLM cosine between the claim and an evidence unit (a sentence, or
-  two adjacent sentences); only the ``candidates`` units sharing the most content words with
-  the claim are encoded, so a 100-sentence page costs a few encodes. A claim found word for
-  word in the evidence (a span such as "New York Cotton Exchange") has similarity 1.0;
+- ``missing_words`` — those content words the evidence lacks, counted: unsupported material
+  grows with what a hallucination adds, which a share dilutes in a long claim;
+- ``semantic`` — the best MiniLM cosine between the claim and an evidence unit: a sentence, two
+  adjacent sentences, or a part of a sentence (one to three of its clauses, ``clause_units``: a
+  claim that restates one part of a long sentence is compared with that part). Only the
+  ``candidates`` sentence units and the ``clause_candidates`` clause units sharing the most
+  content words with the claim are encoded, so a 100-sentence page costs a few encodes. A claim
+  found word for word in the evidence (a span such as "New York Cotton Exchange") has similarity 1.0;
 - ``specifics`` — every number, date, name and quotation of the claim, looked up in the
   evidence (``specifics.check_specifics``).
 
@@ -14,6 +18,7 @@ They combine in a logistic model (``model``: the fitted constants and how they w
 
     claim logit = intercept + lexical * w_lexical + semantic * w_semantic
                   + w_missing * min(missing specifics, max_missing)
+                  + w_missing_word * min(missing words, max_missing_words)
 
 and a claim's score is ``sigmoid(logit)``, an estimate of P(supported). The answer's score is
 the weakest claim's, lowered by ``w_personal`` (in logit) when a sentence of the answer talks
@@ -31,6 +36,8 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ora_core.api import lazy_compile
 
 from . import model
 from .evidence import EvidenceItem
@@ -52,8 +59,11 @@ class ScoringWeights(BaseModel):
     semantic: float = model.SEMANTIC
     missing_specific: float = model.MISSING_SPECIFIC
     max_missing: int = Field(default=model.MAX_MISSING, ge=0)
+    missing_word: float = model.MISSING_WORD
+    max_missing_words: int = Field(default=model.MAX_MISSING_WORDS, ge=0)
     personal: float = model.PERSONAL
     candidates: int = Field(default=model.CANDIDATES, ge=1)
+    clause_candidates: int = Field(default=model.CLAUSE_CANDIDATES, ge=0)
     unit_chars: int = Field(default=600, ge=50)
 
 
@@ -72,6 +82,7 @@ class ClaimScore(BaseModel):
     best_source: str = ""
     specifics: list[SpecificCheck] = []
     missing_specifics: list[str] = []
+    missing_words: list[str] = []
     supported: bool = False
 
 
@@ -99,6 +110,37 @@ def evidence_units(items: Sequence[EvidenceItem], max_chars: int = 600) -> list[
     return units
 
 
+#: Where a sentence divides into clauses: commas, semicolons, colons, brackets, a spaced dash.
+_CLAUSE_BREAK = lazy_compile(r"\s*(?:[,;:()\[\]]|\s[–—-]\s)\s*")
+#: Clauses joined into one unit at most, and the fewest words a clause unit has.
+CLAUSE_SPAN = 3
+CLAUSE_MIN_WORDS = 3
+
+
+def clause_units(items: Sequence[EvidenceItem], max_chars: int = 600) -> list[EvidenceUnit]:
+    """Parts of the evidence sentences: one to ``CLAUSE_SPAN`` consecutive clauses of a sentence
+    (never the whole sentence, which ``evidence_units`` has), of ``CLAUSE_MIN_WORDS`` words or more.
+    A claim often restates one part of a long sentence ("he was born in 1935" of "Presley (January
+    8, 1935 – August 16, 1977) was an American singer"): compared with the whole sentence, the
+    rest of it lowers the similarity of a claim that part supports."""
+    units: list[EvidenceUnit] = []
+    seen: set[str] = set()
+    for item in items:
+        source = item.source or item.id
+        for sentence in split_sentences(item.text) or [item.text.strip()]:
+            parts = [part for part in _CLAUSE_BREAK.split(sentence[:max_chars]) if part.strip()]
+            for i in range(len(parts)):
+                for j in range(i + 1, min(len(parts), i + CLAUSE_SPAN) + 1):
+                    if j - i == len(parts):
+                        continue
+                    text = " ".join(parts[i:j]).strip()
+                    if text in seen or len(text.split()) < CLAUSE_MIN_WORDS:
+                        continue
+                    seen.add(text)
+                    units.append(EvidenceUnit(text=text, source=source, stems=frozenset(content_stems(text))))
+    return units
+
+
 def _candidates(claim_stems: set[str], units: Sequence[EvidenceUnit], k: int) -> list[int]:
     if len(units) <= k:
         return list(range(len(units)))
@@ -120,9 +162,10 @@ def sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-def claim_logit(lexical: float, semantic: float, missing: int, weights: ScoringWeights) -> float:
+def claim_logit(lexical: float, semantic: float, missing: int, missing_words: int, weights: ScoringWeights) -> float:
     return (weights.intercept + weights.lexical * lexical + weights.semantic * semantic
-            + weights.missing_specific * min(missing, weights.max_missing))
+            + weights.missing_specific * min(missing, weights.max_missing)
+            + weights.missing_word * min(missing_words, weights.max_missing_words))
 
 
 def score_claims(claims: Sequence[str], items: Sequence[EvidenceItem], embedder: Embedder,
@@ -134,18 +177,25 @@ def score_claims(claims: Sequence[str], items: Sequence[EvidenceItem], embedder:
     ``from_question``: the claims are the proposition of the question a bare "Yes."/"No."
     answers. Its wording is the asker's (often one question joining what two evidence sentences
     say), no paraphrase of an evidence sentence, so its similarity counts as at least its
-    lexical share: its subject matter is what must be grounded.
+    lexical share: its subject matter is what must be grounded; its words the evidence lacks are
+    not counted as ``missing_words`` (the answer adds none of its own).
     ``denied``: the answer denies that proposition (a bare "No."): a specific of it that the
     evidence lacks may be the very reason for the denial, so it is reported in ``specifics``
     but neither counted nor failing."""
     weights = weights or ScoringWeights()
     index = index or EvidenceIndex.build(item.text for item in items)
     units = evidence_units(items, weights.unit_chars)
-    picks = [_candidates(set(content_stems(c)), units, weights.candidates) for c in claims]
+    clauses = clause_units(items, weights.unit_chars) if weights.clause_candidates else []
+    everything = [*units, *clauses]
+    picks = []
+    for claim in claims:
+        stems = set(content_stems(claim))
+        picks.append([*_candidates(stems, units, weights.candidates),
+                      *(len(units) + i for i in _candidates(stems, clauses, weights.clause_candidates))])
     wanted = sorted({i for p in picks for i in p})
     position = {u: n for n, u in enumerate(wanted)}
     claim_vectors = embedder.encode(list(claims))
-    unit_vectors = embedder.encode([units[i].text for i in wanted])
+    unit_vectors = embedder.encode([everything[i].text for i in wanted])
     scores: list[ClaimScore] = []
     for c, claim in enumerate(claims):
         best_i, best = -1, 0.0
@@ -156,19 +206,25 @@ def score_claims(claims: Sequence[str], items: Sequence[EvidenceItem], embedder:
         verbatim = index.has_phrase(claim)
         if verbatim:  # the claim quotes the evidence word for word: a span of it
             best = 1.0
-        lexical = lexical_support(content_words(claim), index)
+        said = content_words(claim)
+        absent = [w for w in said if not index.has_word(w)]
+        lexical = (len(said) - len(absent)) / len(said) if said else 1.0  # lexical_support's share
         if from_question:
             best = max(best, lexical)
         checks = check_specifics(claim, index)
         missing = [] if denied else [m for check in checks if not check.supported
                                      for m in (check.missing or [check.text])]
-        logit = claim_logit(lexical, best, len(missing), weights)
+        # the question's proposition is worded by the asker: its share and similarity say how much of
+        # its subject matter the evidence holds, and a bare yes/no adds no word of its own to count
+        missing_words = [] if from_question else absent
+        logit = claim_logit(lexical, best, len(missing), len(missing_words), weights)
         score = round(sigmoid(logit), 4)
         scores.append(ClaimScore(
             claim=claim, score=score, logit=round(logit, 4), lexical=round(lexical, 4), semantic=round(best, 4),
-            verbatim=verbatim, best_evidence=units[best_i].text[:300] if best_i >= 0 else "",
-            best_source=units[best_i].source if best_i >= 0 else "",
-            specifics=checks, missing_specifics=missing, supported=score >= threshold and not missing,
+            verbatim=verbatim, best_evidence=everything[best_i].text[:300] if best_i >= 0 else "",
+            best_source=everything[best_i].source if best_i >= 0 else "",
+            specifics=checks, missing_specifics=missing, missing_words=missing_words,
+            supported=score >= threshold and not missing,
         ))
     return scores
 

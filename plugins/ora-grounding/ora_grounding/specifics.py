@@ -10,6 +10,8 @@ no model: the specifics detector runs this alone.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
@@ -49,14 +51,21 @@ _ORDINAL_WORDS: dict[str, int] = {
 }
 
 _MONTH_ALT = "|".join(sorted(MONTHS, key=len, reverse=True))
-_DATE = lazy_compile(
+#: Dates (matched case-insensitively): "March 14, 2019", "14th of March", "March 2019".
+DATE_SOURCE = (
     rf"\b(?P<m1>{_MONTH_ALT})\.?\s+(?P<d1>\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(?P<y1>\d{{4}}))?\b"
     rf"|\b(?P<d2>\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?(?P<m2>{_MONTH_ALT})\.?(?:,?\s+(?P<y2>\d{{4}}))?\b"
-    rf"|\b(?P<m3>{_MONTH_ALT})\.?,?\s+(?P<y3>\d{{4}})\b",
-    re.IGNORECASE,
+    rf"|\b(?P<m3>{_MONTH_ALT})\.?,?\s+(?P<y3>\d{{4}})\b"
 )
+#: Every date starts at a word boundary with a digit or a month's first letter: the lookahead rules
+#: out every other position at once (the same matches as ``DATE_SOURCE`` alone, several times faster).
+DATE_STARTS = r"\b(?=[\djfmasond])"
+_DATE = lazy_compile(f"{DATE_STARTS}(?:{DATE_SOURCE})", re.IGNORECASE)
 _ISO_DATE = lazy_compile(r"\b(\d{4})-(\d{1,2})-(\d{1,2})\b")
-_NUMBER = lazy_compile(r"(?<![\w.])[-+]?\$?\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th|s)?(?![\w])")
+#: Every date and number match holds a digit: a claim without one is not scanned for them.
+_ANY_DIGIT = lazy_compile(r"\d")
+NUMBER_SOURCE = r"(?<![\w.])[-+]?\$?\d[\d,]*(?:\.\d+)?(?:st|nd|rd|th|s)?(?![\w])"
+_NUMBER = lazy_compile(r"(?=[-+$\d])" + NUMBER_SOURCE)  # the lookahead: only where a number can start
 _QUOTE = lazy_compile(r"\"([^\"\n]{2,200})\"|“([^”\n]{2,200})”")
 _NAME = lazy_compile(
     r"(?<![\w'’.-])[A-Z](?:[\w'’\-]|\.(?=\w))*\.?"
@@ -110,17 +119,24 @@ def number_values(text: str, match: re.Match[str]) -> list[str]:
 
 @dataclass
 class EvidenceIndex:
-    """What the specifics checks look up, built once per evidence package."""
+    """What the specifics checks look up, built once per evidence package.
+
+    ``text`` is the evidence it was built from (the texts joined by newlines). Word lookups are
+    remembered (``has_word``, at most ``MEMO_SIZE`` words): an index shared by the checks of a
+    turn (``IndexCache``) answers a word it has seen without scanning the evidence again. The
+    memo changes no answer; the index is otherwise read-only once built."""
 
     phrase: str = " "
     vocab: set[str] = field(default_factory=set)
     numbers: set[str] = field(default_factory=set)
     months: set[int] = field(default_factory=set)
+    text: str = ""
+    _memo: dict[str, bool] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def build(cls, texts: Iterable[str]) -> EvidenceIndex:
         joined = "\n".join(texts)
-        index = cls(phrase=_normalise_phrase(joined))
+        index = cls(phrase=_normalise_phrase(joined), text=joined)
         tokens = words(joined)
         tokens += [part for w in tokens if "-" in w for part in w.split("-") if part]  # "twelve-bar"
         for w in tokens:
@@ -141,11 +157,57 @@ class EvidenceIndex:
         return index
 
     def has_word(self, word: str) -> bool:
+        known = self._memo.get(word)
+        if known is not None:
+            return known
         w = fold(word).replace("’", "'").strip("'.-")
-        return w in self.vocab or stem(w) in self.vocab or _normalise_phrase(w) in self.phrase
+        found = w in self.vocab or stem(w) in self.vocab or _normalise_phrase(w) in self.phrase
+        if len(self._memo) >= MEMO_SIZE:
+            self._memo.clear()
+        self._memo[word] = found
+        return found
 
     def has_phrase(self, text: str) -> bool:
         return _normalise_phrase(text) in self.phrase
+
+
+#: Words an index remembers the lookup of (then it starts afresh).
+MEMO_SIZE = 4096
+
+
+class IndexCache:
+    """The ``EvidenceIndex`` of the last ``size`` evidence packages, by their texts.
+
+    Every step of a turn checks its output against the same evidence (one package of chunks,
+    handed to each detection as a new package object holding the same texts), so the index is
+    built once per package content, not once per output. The key is the tuple of the texts
+    themselves: equal texts give the same index whatever objects hold them, and a package that
+    differs by one character is another key. Thread-safe; ``size`` 0 caches nothing."""
+
+    def __init__(self, size: int = 8) -> None:
+        self.size = size
+        self._entries: OrderedDict[tuple[str, ...], EvidenceIndex] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, texts: Iterable[str]) -> EvidenceIndex:
+        key = tuple(texts)
+        if self.size <= 0:
+            return EvidenceIndex.build(key)
+        with self._lock:
+            index = self._entries.get(key)
+            if index is not None:
+                self._entries.move_to_end(key)
+                return index
+        index = EvidenceIndex.build(key)  # outside the lock: two threads may build the same one
+        with self._lock:
+            self._entries[key] = index
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.size:
+                self._entries.popitem(last=False)
+        return index
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
 
 def _date_check(match: re.Match[str], index: EvidenceIndex) -> SpecificCheck:
@@ -153,7 +215,7 @@ def _date_check(match: re.Match[str], index: EvidenceIndex) -> SpecificCheck:
     day = match.group("d1") or match.group("d2")
     year = match.group("y1") or match.group("y2") or match.group("y3")
     missing: list[str] = []
-    if MONTHS[month_word.lower()] not in index.months:
+    if MONTHS[fold(month_word)] not in index.months:  # folded: IGNORECASE matched "ſept" as "sept"
         missing.append(month_word)
     for part in (day, year):
         if part and normalise_number(part) not in index.numbers:
@@ -162,6 +224,8 @@ def _date_check(match: re.Match[str], index: EvidenceIndex) -> SpecificCheck:
 
 
 def _mask(text: str, spans: list[tuple[int, int]]) -> str:
+    if not spans:
+        return text
     chars = list(text)
     for start, end in spans:
         for i in range(start, end):
@@ -169,9 +233,12 @@ def _mask(text: str, spans: list[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
+_AFTER_STOP = lazy_compile(r"[.!?:;]\s+|\n\s*")
+
+
 def _sentence_starts(text: str) -> set[int]:
     starts = {len(text) - len(text.lstrip())}
-    for m in re.finditer(r"[.!?:;]\s+|\n\s*", text):
+    for m in _AFTER_STOP.compiled().finditer(text):
         starts.add(m.end())
     return starts
 
@@ -191,18 +258,19 @@ def check_specifics(claim: str, index: EvidenceIndex) -> list[SpecificCheck]:
             ok = not missing
         checks.append(SpecificCheck(kind="quotation", text=quoted, supported=ok, missing=missing))
         spans.append(match.span())
-    for match in _DATE.finditer(claim):
+    digits = _ANY_DIGIT.search(claim) is not None
+    for match in _DATE.finditer(claim) if digits else ():
         checks.append(_date_check(match, index))
         spans.append(match.span())
     masked = _mask(claim, spans)
-    for match in _NUMBER.finditer(masked):
+    for match in _NUMBER.finditer(masked) if digits else ():
         values = number_values(masked, match)
         if not values:
             continue
         ok = any(v in index.numbers for v in values)
         checks.append(SpecificCheck(kind="number", text=match.group(0), supported=ok,
                                     missing=[] if ok else [match.group(0)]))
-    starts = _sentence_starts(masked)
+    starts: set[int] | None = None
     for match in _NAME.finditer(masked):
         tokens = [t.strip(".") for t in match.group(0).split()]
         while tokens and (tokens[0].lower() in STOPWORDS or tokens[0].lower() in _WEEKDAYS
@@ -212,6 +280,8 @@ def check_specifics(claim: str, index: EvidenceIndex) -> list[SpecificCheck]:
                   and t.lower() not in MONTHS and t.lower() not in _WEEKDAYS]
         if not tokens:
             continue
+        if starts is None:
+            starts = _sentence_starts(masked)
         at_start = match.start() in starts and match.group(0).split()[0] == tokens[0]
         if at_start and len(tokens) == 1 and not tokens[0].isupper():
             continue  # a capitalised first word is usually just a sentence start

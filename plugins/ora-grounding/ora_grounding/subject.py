@@ -47,15 +47,16 @@ def checkable_text(subject: str) -> CheckableText:
     set_aside: list[str] = []
     in_protocol = False
     in_fence = False
+    fence, heading, protocol_line = _FENCE.compiled(), _HEADING.compiled(), _PROTOCOL_LINE.compiled()
     for line in subject.replace("\r\n", "\n").split("\n"):
-        if _FENCE.match(line):
+        if fence.match(line):
             if not in_fence:
                 set_aside.append("fenced block")
             in_fence = not in_fence
             continue
         if in_fence:
             continue
-        if _HEADING.match(line):
+        if heading.match(line):
             in_protocol = bool(_PROTOCOL_SECTION.match(line))
             # a heading is structure, not a claim ("## 1. UNSUPPORTED CLAIMS" of an evaluation
             # contract, "## Who benefits"): its section's lines are checked, the heading is not
@@ -63,7 +64,7 @@ def checkable_text(subject: str) -> CheckableText:
             continue
         if in_protocol:
             continue
-        if _PROTOCOL_LINE.match(line):
+        if protocol_line.match(line):
             set_aside.append(line.strip())
             continue
         kept.append(line)

@@ -59,13 +59,30 @@ _UNDECOMPOSABLE = str.maketrans({"ı": "i", "ø": "o", "Ø": "O", "ł": "l", "Ł
                                  "æ": "ae", "Æ": "Ae", "œ": "oe", "Œ": "Oe"})
 
 
+class _CombiningMarks(dict[int, int | None]):
+    """``str.translate`` table deleting combining marks (the accents NFKD splits off), filled per
+    code point on first sight; past ``_MARKS_KEPT`` code points it answers without keeping more."""
+
+    def __missing__(self, code: int) -> int | None:
+        value = None if unicodedata.combining(chr(code)) else code
+        if len(self) < _MARKS_KEPT:
+            self[code] = value
+        return value
+
+
+_MARKS_KEPT = 65_536
+_DROP_MARKS = _CombiningMarks()
+
+
 def fold(text: str) -> str:
     """Lower case without accents ("Süreyya" -> "sureyya", "Bartók" -> "bartok"): an answer that
     spells a name without its accents still names what the evidence names."""
     if text.isascii():
         return text.lower()
     decomposed = unicodedata.normalize("NFKD", text.translate(_UNDECOMPOSABLE))
-    return "".join(c for c in decomposed if not unicodedata.combining(c)).lower()
+    if decomposed.isascii():
+        return decomposed.lower()
+    return decomposed.translate(_DROP_MARKS).lower()
 
 
 def words(text: str) -> list[str]:
@@ -92,6 +109,15 @@ def stem(word: str) -> str:
 def content_words(text: str) -> list[str]:
     """Words that carry content: not stopwords, not single letters."""
     return [w for w in words(text) if (w not in STOPWORDS and len(w) > 1) or w.isdigit()]
+
+
+def has_content_word(text: str) -> bool:
+    """``bool(content_words(text))``, stopping at the first content word."""
+    for match in _WORD.finditer(fold(text)):
+        w = match.group(0).replace("’", "'").strip("'-")
+        if (w not in STOPWORDS and len(w) > 1) or w.isdigit():
+            return True
+    return False
 
 
 def content_stems(text: str) -> list[str]:
@@ -131,13 +157,19 @@ def split_sentences(text: str) -> list[str]:
     for block in _blocks(text):
         start = 0
         for match in _SENTENCE_END.finditer(block):
-            tail = block[start:match.start()].rstrip()
-            if _ABBREVIATIONS.search(tail) or _INITIAL.search(tail):
+            # both patterns end in "\.$" and span at most 8 characters (the longest abbreviation,
+            # its stop and the boundary before it): the tail's last 12 say what the whole would
+            tail = block[max(start, match.start() - 16):match.start()].rstrip()[-12:]
+            if tail.endswith(".") and (_ABBREVIATIONS.search(tail) or _INITIAL.search(tail)):
                 continue
             out.append(block[start:match.start()])
             start = match.end()
         out.append(block[start:])
-    return [cleaned for piece in out if (cleaned := re.sub(r"\s+", " ", piece).strip())]
+    spaces = _SPACES.compiled()
+    return [cleaned for piece in out if (cleaned := spaces.sub(" ", piece).strip())]
+
+
+_SPACES = lazy_compile(r"\s+")
 
 
 #: Sentences that carry no claim (conversational fillers, headings, hedges without content).
@@ -176,7 +208,7 @@ def is_claim(sentence: str) -> bool:
         return False
     # a content word, or a name / figure / symbol (a bare title such as "R&B" is an answer too);
     # the capital that opens every sentence is no such mark ("It really is." claims nothing)
-    return len(content_words(sentence)) >= 1 or bool(_SPECIFIC_MARK.search(sentence.strip()[1:]))
+    return has_content_word(sentence) or bool(_SPECIFIC_MARK.search(sentence.strip()[1:]))
 
 
 def split_claims(text: str) -> list[str]:

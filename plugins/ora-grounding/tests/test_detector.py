@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import ast
+import json
+from pathlib import Path
 from types import SimpleNamespace
 
 import ora_grounding
 from ora_grounding import UnsupportedSpecificsDetector
+from ora_grounding.detector import INDEX_CACHE_SIZE
+from ora_grounding.specifics import EvidenceIndex, IndexCache
 
-from ora_core.api import Chunk, EvidencePackage, Provenance
+from ora_core.api import Chunk, EvidencePackage, Provenance, StepMaterial
 from ora_core.testing import check_assumptions, unsupported_specifics
 
 EVIDENCE = EvidencePackage(chunks=[Chunk(
@@ -99,3 +104,90 @@ def test_an_evaluators_contract_headings_and_quotes_are_no_claims_of_its_own():
     [signal] = as_analyst
     assert "UNSUPPORTED" not in signal.data["missing"] and "CLAIMS" not in signal.data["missing"]
     assert "5 March 2021" in signal.data["missing"]
+
+
+# --- the cached index and the fused pass change no signal ---------------------------------------
+
+TEST_DIR = Path(__file__).resolve().parent
+DEV_DATA = TEST_DIR.parents[3] / "shared" / "data"  # ../shared/data beside the repository
+
+
+def output_corpus() -> list[str]:
+    """Every string literal of this plugin's tests and of the gear tests (the outputs they feed
+    the detector), plus the dev answers and claims when ``../shared/data`` is beside the repository."""
+    texts: list[str] = []
+    for path in [*sorted(TEST_DIR.glob("test_*.py")), *sorted((TEST_DIR.parents[2] / "tests" / "gears").glob("*.py"))]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) >= 12:
+                texts.append(node.value)
+    for path in sorted(DEV_DATA.glob("*.jsonl")) if DEV_DATA.is_dir() else []:
+        for line in path.read_text(encoding="utf-8").splitlines()[:150]:
+            texts.append(json.loads(line)["answer"])
+    return list(dict.fromkeys(texts))
+
+
+def packages() -> list[tuple[str, list[Chunk] | None, str]]:
+    """(name, chunks, prompt): each detection gets a new package holding these same chunks."""
+    memory = Chunk(id="m", text="The budget passed in 2021 by 14 votes.", provenance=Provenance(
+        collection="conversation", source="turn-1", score=0.9, stream="conversation"))
+    dev = [EVIDENCE.chunks[0]]
+    if DEV_DATA.is_dir():
+        row = json.loads((DEV_DATA / "wice_claim_dev.jsonl").read_text(encoding="utf-8").splitlines()[0])
+        dev = [Chunk(id=f"w{i}", text=row["evidence"][i * 2000:(i + 1) * 2000], provenance=Provenance(
+            collection="web", source=f"page-{i}", score=0.5, stream="web")) for i in range(3)]
+    return [("budget", list(EVIDENCE.chunks), "What did the committee decide in 2021?"), ("dev", dev, ""),
+            ("memory", [memory, *EVIDENCE.chunks], ""), ("empty", [], ""), ("none", None, "")]
+
+
+def test_the_cached_index_and_the_fused_pass_give_the_signals_of_a_fresh_index_per_output():
+    from ora_core.api import TextAnalysis
+
+    texts = output_corpus()
+    assert len(texts) > 150
+    fresh = UnsupportedSpecificsDetector(index_cache_size=0)
+    cached = UnsupportedSpecificsDetector()
+    fired = 0
+    for name, chunks, prompt in packages():
+        for text in texts:
+            for purpose in ("analyst", "evaluator"):
+                alone = [s.model_dump() for s in fresh.detect(text, turn_ctx(chunks, prompt, purpose))]
+                for _ in range(2):  # the second time from the kept index and its remembered lookups
+                    ctx = turn_ctx(chunks, prompt, purpose)
+                    fused = [s.model_dump() for s in cached.detect_analysed(TextAnalysis(text), ctx)]
+                    assert fused == alone, (name, text[:80])
+                fired += len(alone)
+    assert fired > 100  # the corpus exercises the signals, not only their silence
+    assert 0 < len(cached.indexes) <= INDEX_CACHE_SIZE and len(fresh.indexes) == 0
+
+
+def turn_ctx(chunks: list[Chunk] | None, prompt: str, purpose: str) -> SimpleNamespace:
+    """A detection's ctx: a new package holding the same chunk objects, as each step of a turn gets one."""
+    data: dict[str, object] = {"material": StepMaterial(purpose=purpose)}
+    if chunks is not None:
+        data["evidence"] = EvidencePackage(chunks=list(chunks), prompt=prompt)
+    return SimpleNamespace(data=data, prompt=prompt, config=None, contingency=_no_contingency)
+
+
+def _no_contingency(*args: object, **kwargs: object) -> None:
+    raise AssertionError(f"a detector failed: {args}")
+
+
+def test_the_index_cache_is_keyed_by_the_evidence_texts_and_bounded():
+    cache = IndexCache(2)
+    first = cache.get(["The budget passed in 2021.", "Ana Ruiz chaired."])
+    assert cache.get(["".join(["The budget passed ", "in 2021."]), "Ana Ruiz chaired."]) is first  # equal texts
+    other = cache.get(["The budget passed in 2022.", "Ana Ruiz chaired."])  # one character apart: another index
+    assert other is not first and "2022" in other.numbers and "2022" not in first.numbers
+    cache.get(["A third package."])
+    assert len(cache) == 2 and cache.get(["The budget passed in 2021.", "Ana Ruiz chaired."]) is not first  # evicted
+    unkept = IndexCache(0)
+    assert unkept.get(["x 1"]) is not unkept.get(["x 1"]) and len(unkept) == 0
+
+
+def test_an_index_remembers_its_word_lookups_without_changing_them():
+    index = EvidenceIndex.build(["The Süreyya Opera House opened in Kadıköy in 1927."])
+    words = ["Sureyya", "opera", "operas", "Kadikoy", "Istanbul", "1927", "opened", "Opera-House"]
+    first = [index.has_word(w) for w in words]
+    assert first == [True, True, True, True, False, True, True, True]
+    assert [index.has_word(w) for w in words] == first
+    assert set(index._memo) == set(words)

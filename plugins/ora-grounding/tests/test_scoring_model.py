@@ -6,7 +6,16 @@ import math
 
 import pytest
 from ora_grounding import DEFAULT_THRESHOLD, model
-from ora_grounding.scoring import ClaimScore, ScoringWeights, output_score, personal_sentences, sigmoid
+from ora_grounding.evidence import EvidenceItem
+from ora_grounding.scoring import (
+    CLAUSE_MIN_WORDS,
+    ClaimScore,
+    ScoringWeights,
+    clause_units,
+    output_score,
+    personal_sentences,
+    sigmoid,
+)
 from ora_grounding.specifics import EvidenceIndex
 from ora_grounding.text import is_claim, speaks_of_persons
 
@@ -48,10 +57,23 @@ def test_a_sentence_the_evidence_holds_word_for_word_is_not_personal():
 
 def test_the_default_weights_are_the_fitted_constants():
     w = ScoringWeights()
-    assert (w.intercept, w.lexical, w.semantic, w.missing_specific, w.personal) == (
-        model.INTERCEPT, model.LEXICAL, model.SEMANTIC, model.MISSING_SPECIFIC, model.PERSONAL)
-    assert (w.max_missing, w.candidates) == (model.MAX_MISSING, model.CANDIDATES)
-    assert model.LEXICAL > 0 and model.SEMANTIC > 0 and model.MISSING_SPECIFIC < 0 and model.PERSONAL < 0
+    assert (w.intercept, w.lexical, w.semantic, w.missing_specific, w.missing_word, w.personal) == (
+        model.INTERCEPT, model.LEXICAL, model.SEMANTIC, model.MISSING_SPECIFIC, model.MISSING_WORD, model.PERSONAL)
+    assert (w.max_missing, w.max_missing_words, w.candidates, w.clause_candidates) == (
+        model.MAX_MISSING, model.MAX_MISSING_WORDS, model.CANDIDATES, model.CLAUSE_CANDIDATES)
+    assert model.LEXICAL > 0 and model.SEMANTIC > 0 and model.PERSONAL < 0
+    assert model.MISSING_SPECIFIC < 0 and model.MISSING_WORD < 0  # what the evidence lacks lowers the score
+
+
+def test_clause_units_are_the_parts_of_a_sentence_never_the_whole_nor_a_fragment():
+    items = [EvidenceItem(text="Elvis Presley (January 8, 1935 – August 16, 1977) was an American singer, "
+                               "musician, and actor. He sang.", id="e")]
+    parts = [u.text for u in clause_units(items)]
+    assert "was an American singer" in parts and "Elvis Presley January 8" in parts
+    whole = "Elvis Presley January 8 1935 August 16 1977 was an American singer musician and actor."
+    assert "He sang." not in parts and whole not in parts and items[0].text.split(" He")[0] not in parts
+    assert all(len(p.split()) >= CLAUSE_MIN_WORDS for p in parts) and len(parts) == len(set(parts))
+    assert clause_units([EvidenceItem(text="A sentence without any break in it.", id="e")]) == []
 
 
 def test_the_answer_score_is_the_weakest_claims_lowered_by_talk_about_persons():
@@ -74,12 +96,13 @@ def test_each_claim_scores_as_the_logistic_model_of_its_features(verifier):
     verdict = verifier.verify("The tower was built by Gustave Eiffel's company. It is 412 metres tall.", EVIDENCE)
     for c in verdict.data["claims"]:
         missing = min(len(c["missing_specifics"]), model.MAX_MISSING)
+        absent = min(len(c["missing_words"]), model.MAX_MISSING_WORDS)
         expected = model.INTERCEPT + model.LEXICAL * c["lexical"] + model.SEMANTIC * c["semantic"] \
-            + model.MISSING_SPECIFIC * missing
+            + model.MISSING_SPECIFIC * missing + model.MISSING_WORD * absent
         assert c["logit"] == pytest.approx(expected, abs=1e-3)
         assert c["score"] == pytest.approx(sigmoid(expected), abs=1e-3)
     weakest = min(verdict.data["claims"], key=lambda c: c["logit"])
-    assert weakest["missing_specifics"] == ["412"]
+    assert weakest["missing_specifics"] == ["412"] and weakest["missing_words"] == ["412"]
     assert verdict.score == pytest.approx(sigmoid(weakest["logit"]), abs=1e-3)
 
 
@@ -116,5 +139,33 @@ def test_a_bare_no_is_not_charged_for_the_specific_it_may_be_denying(verifier):
     # at least its lexical share
     assert claim["semantic"] >= claim["lexical"]
     assert "name not in the evidence" not in denied.raw_output and "name not in the evidence" in affirmed.raw_output
+    # the proposition is the asker's wording: no word of it counts as a missing word, affirmed or denied
+    assert claim["missing_words"] == [] and affirmed.data["claims"][0]["missing_words"] == []
     missing_weight = model.MISSING_SPECIFIC * min(2, model.MAX_MISSING)
     assert logit(denied.score) - logit(affirmed.score) == pytest.approx(-missing_weight, abs=0.02)
+
+
+@pytest.mark.slow
+def test_missing_words_are_the_content_words_the_evidence_lacks_counted_up_to_the_cap(verifier):
+    verdict = verifier.verify("The tower was painted bright purple by lonely travelling monks.", EVIDENCE)
+    (c,) = verdict.data["claims"]
+    assert c["missing_words"] == ["painted", "bright", "purple", "lonely", "travelling", "monks"]
+    expected = model.INTERCEPT + model.LEXICAL * c["lexical"] + model.SEMANTIC * c["semantic"] \
+        + model.MISSING_WORD * model.MAX_MISSING_WORDS  # six absent words count as the cap
+    assert c["logit"] == pytest.approx(expected, abs=1e-3)
+    assert "not in the evidence: painted, bright, purple" in verdict.raw_output.replace("words ", "")
+
+
+@pytest.mark.slow
+def test_a_claim_restating_part_of_a_long_sentence_is_compared_with_that_part(embedder):
+    from ora_grounding import GroundingVerifier
+
+    evidence = ["Elvis Aaron Presley (January 8, 1935 – August 16, 1977) was an American singer, musician, and "
+                "actor, regarded as one of the most significant cultural icons of the 20th century."]
+    claim = "Presley was regarded as one of the most significant cultural icons of the 20th century."
+    by_parts = GroundingVerifier(embedder=embedder).verify(claim, evidence).data["claims"][0]
+    whole = GroundingVerifier(embedder=embedder, weights=ScoringWeights(clause_candidates=0)).verify(
+        claim, evidence).data["claims"][0]
+    assert whole["best_evidence"] == evidence[0]
+    assert by_parts["best_evidence"] == "regarded as one of the most significant cultural icons of the 20th century."
+    assert by_parts["semantic"] > whole["semantic"] + 0.05
