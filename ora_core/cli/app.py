@@ -21,7 +21,6 @@ from typing import Any, Optional
 
 import typer
 
-from ora_core.cli import bench_grounding
 from ora_core.cli import models as models_commands
 from ora_core.cli import modes as modes_commands
 from ora_core.cli import run as run_command
@@ -105,8 +104,8 @@ def build_app() -> typer.Typer:
 
     modes_commands.register(app)
     models_commands.register(app)
-    bench_grounding.register(app)
     from ora_core.cli import bench, probe  # light modules: the work is imported inside the commands
+    bench.register_grounding(app)
     probe.register(app)
     bench.register_pipeline(app)
     from ora_core.cli import calibrate  # light: the work is imported inside its commands

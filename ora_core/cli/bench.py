@@ -2,7 +2,7 @@
 
 Each bench module adds its commands to the one ``bench`` group: ``register(app)`` here makes
 the group and hangs it on the root app, and each module's ``register(group)`` adds a command to
-it (``bench_grounding.register(bench_app(app))``). ``bench_app`` returns the same group however
+it (``register_grounding(app)`` below). ``bench_app`` returns the same group however
 many modules ask, so a second module can add ``ora bench <name>`` beside ``grounding``.
 
 ``ora bench`` itself (no subcommand, or ``ora bench pipeline``) is the reliability bench:
@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+
+from ora_core.cli.bench_defaults import DEFAULT_DATA, DEFAULT_FOLDS, DEFAULT_SEED
 
 _GROUP_ATTRIBUTE = "_ora_bench_group"
 
@@ -240,3 +242,60 @@ def _print_deltas(previous: Any, current: Any, rows: list[dict[str, Any]], path:
         delta = row["delta"]
         shown = "=" if delta in (0, None) and row["before"] == row["now"] else str(delta)
         typer.echo(f"  {row['figure']:<44} {str(row['before']):<10} -> {str(row['now']):<10} {shown}")
+
+
+# --- ``ora bench grounding`` ------------------------------------------------------------------------------
+
+def register_grounding(app: typer.Typer) -> None:
+    """Add ``ora bench grounding`` to the ``bench`` group of ``app`` (its work, in
+    ``ora_core.cli.bench_grounding``, is imported when it runs)."""
+    group = bench_app(app)
+
+    @group.command("grounding")
+    def bench_grounding(
+        data: Path = typer.Option(DEFAULT_DATA, "--data", help="Directory of labelled *.jsonl files "
+                                  "(default: ../shared/data beside the repository)."),
+        folds: int = typer.Option(DEFAULT_FOLDS, "--folds", min=2, help="Cross-validation folds."),
+        seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the fold split."),
+        json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the report here as JSON."),
+        verifier_name: str = typer.Option("grounding", "--verifier", help="The registered verifier to measure."),
+        limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N examples of each file (quick runs)."),
+        timing: bool = typer.Option(True, "--timing/--no-timing", help="Measure the 300-word/6-chunk case."),
+    ) -> None:
+        """The verifier vs content-word overlap and answer length: AUROC and accuracy under k-fold CV."""
+        from ora_core.cli.bench_grounding import (
+            BenchDataError,
+            VerifierFailed,
+            data_files,
+            load_examples,
+            print_report,
+            run_with_progress,
+        )
+        from ora_core.cli.state import EXIT_ERROR, EXIT_USAGE, fail, get_host, load_resolved
+        from ora_core.kernel.errors import OraError
+        from ora_core.kernel.trace import StandaloneContext
+
+        try:
+            files = data_files(data)
+            for path in files:  # every file is read (and its errors named) before the model loads
+                load_examples(path)
+        except BenchDataError as exc:
+            raise fail(exc.message, EXIT_USAGE) from None
+        host = get_host()
+        try:
+            verifier = host.get("verifier", verifier_name)
+            config = load_resolved()
+        except OraError as exc:
+            raise fail(str(exc)) from None
+        ctx = StandaloneContext(config, host=host)
+        try:
+            report = run_with_progress(data, verifier, verifier_name, ctx, folds, seed, timing, limit)
+        except BenchDataError as exc:
+            raise fail(exc.message, EXIT_USAGE) from None
+        except VerifierFailed as exc:
+            raise fail(str(exc)) from None
+        print_report(report)
+        if json_path is not None:
+            json_path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
+        if not report.all_met:
+            raise typer.Exit(EXIT_ERROR)

@@ -48,19 +48,15 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, Optional
 
-import typer
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ora_core.cli.state import EXIT_ERROR, EXIT_USAGE, fail
+from ora_core.cli.bench_defaults import DEFAULT_DATA, DEFAULT_FOLDS, DEFAULT_SEED  # noqa: F401 - DEFAULT_DATA re-exported
 
 LABELS = {"supported": 1, "hallucinated": 0}
-DEFAULT_FOLDS = 5
-DEFAULT_SEED = 0
 TARGET_MARGIN = 0.03
 TIME_TARGET_S = 0.5
 TIMING_WORDS = 300
 TIMING_CHUNKS = 6
-DEFAULT_DATA = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'’\-]*")
 #: Function words the overlap baseline does not count (the usual English list; a baseline needs
@@ -463,55 +459,7 @@ def print_report(report: BenchReport) -> None:
                   + ("yes" if report.all_met else "NO"))
 
 
-def register(app: typer.Typer) -> None:
-    """Add ``ora bench grounding`` to the ``bench`` group of ``app``."""
-    from ora_core.cli.bench import bench_app
-
-    group = bench_app(app)
-
-    @group.command("grounding")
-    def bench_grounding(
-        data: Path = typer.Option(DEFAULT_DATA, "--data", help="Directory of labelled *.jsonl files "
-                                  "(default: ../shared/data beside the repository)."),
-        folds: int = typer.Option(DEFAULT_FOLDS, "--folds", min=2, help="Cross-validation folds."),
-        seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the fold split."),
-        json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the report here as JSON."),
-        verifier_name: str = typer.Option("grounding", "--verifier", help="The registered verifier to measure."),
-        limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N examples of each file (quick runs)."),
-        timing: bool = typer.Option(True, "--timing/--no-timing", help="Measure the 300-word/6-chunk case."),
-    ) -> None:
-        """The verifier vs content-word overlap and answer length: AUROC and accuracy under k-fold CV."""
-        from ora_core.cli.state import get_host, load_resolved
-        from ora_core.kernel.errors import OraError
-        from ora_core.kernel.trace import StandaloneContext
-
-        try:
-            files = data_files(data)
-            for path in files:  # every file is read (and its errors named) before the model loads
-                load_examples(path)
-        except BenchDataError as exc:
-            raise fail(exc.message, EXIT_USAGE) from None
-        host = get_host()
-        try:
-            verifier = host.get("verifier", verifier_name)
-            config = load_resolved()
-        except OraError as exc:
-            raise fail(str(exc)) from None
-        ctx = StandaloneContext(config, host=host)
-        try:
-            report = _run_with_progress(data, verifier, verifier_name, ctx, folds, seed, timing, limit)
-        except BenchDataError as exc:
-            raise fail(exc.message, EXIT_USAGE) from None
-        except VerifierFailed as exc:
-            raise fail(str(exc)) from None
-        print_report(report)
-        if json_path is not None:
-            json_path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
-        if not report.all_met:
-            raise typer.Exit(EXIT_ERROR)
-
-
-def _run_with_progress(data: Path, verifier: Any, name: str, ctx: Any, k: int, seed: int, timing: bool,
+def run_with_progress(data: Path, verifier: Any, name: str, ctx: Any, k: int, seed: int, timing: bool,
                        limit: int | None) -> BenchReport:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn

@@ -15,7 +15,6 @@ fault-injection mode), 3 needs_clarification, 4 halted (the diagnostic is printe
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 from pathlib import Path
@@ -131,6 +130,8 @@ def register(app: typer.Typer) -> None:
                 raise fail(str(exc), code=EXIT_USAGE) from None
         options = {"conversation_id": conversation, "mode": mode, "best_guess": best_guess, "inject": inject}
         try:
+            import asyncio  # here, not at import: `ora --help` does not need it
+
             result = asyncio.run(_consume(ora, prompt, progress, **options))
             interactive = ask if ask is not None else (not as_json and sys.stdin.isatty() and sys.stdout.isatty())
             if result.status == "needs_clarification" and interactive and result.options:
