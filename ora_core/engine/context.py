@@ -264,6 +264,26 @@ class EvidenceFit(BaseModel):
                 "without its closing figures (the verify step keeps them)")
 
 
+#: ``turn.data`` key of the screened chunks of each stream as retrieved, before a compact fit kept
+#: ``k_per_stream`` of them (set only when a fit ran): fact-check research builds its evidence pool
+#: from them, since its sufficiency gate counts items, and fits each item's length instead
+#: (``item_chars``).
+UNFITTED_KEY = "context_unfitted_chunks"
+
+
+def item_chars(config: Any, role: str, items: int) -> int | None:
+    """The most characters of each of ``items`` evidence items in a prompt to ``role``'s backend:
+    None under ``full``; under ``compact`` the fit's evidence budget shared among the items (never
+    below ``min_chunk_tokens``), as ``fit_evidence`` shares it among chunks."""
+    backend = getattr(config.roles, role, None)
+    if backend is None or profiles.profile_of(config, backend) != "compact":
+        return None
+    fit = profiles.COMPACT_FIT
+    budget = fit.evidence_tokens(config.backends[backend].context_window)
+    tokens = max(fit.min_chunk_tokens, budget // max(items, 1) - fit.fence_tokens)
+    return tokens * 4 - len(CUT_MARK)
+
+
 def cut_at_sentence(text: str, max_chars: int) -> str:
     """``text`` cut to at most ``max_chars`` at its last sentence end (or line end) within them,
     else at its last word boundary; unchanged when it fits."""
@@ -416,7 +436,10 @@ async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: s
                                        if retrieval.empty_diagnosis else None))
         sections = {s: mode.section(s) for s in PROMPT_SECTIONS} if mode is not None else {}
         role = "direct" if requested_gear <= 1 else "analyst"
+        unfitted = {stream: list(r.chunks) for stream, r in retrievals.items()}
         fit = fit_evidence(config, retrievals, role)
+        if fit is not None:  # what was retrieved before the fit: fact-check research counts it
+            turn.data[UNFITTED_KEY] = unfitted
         profile = profiles.profile_of(config, getattr(config.roles, role))
         package_text = "\n".join([directive(profile), assumptions_block(inferred_items, profile),
                                   evidence_fence_note(fence_id(turn)), cleaned_prompt, *sections.values()])

@@ -54,7 +54,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from ora_core.engine.context import resolve_retrievers, retrieve_bounded, screen_chunks
+from ora_core.engine.context import UNFITTED_KEY, resolve_retrievers, retrieve_bounded, screen_chunks
 from ora_core.engine.gears.common import GearContext, finish
 from ora_core.engine.reliability import StepHalted, StepOutcome, StepSpec, run_model_step, summary
 from ora_core.engine.verification import verify
@@ -267,7 +267,13 @@ async def research_step(run: ClaimRun) -> None:
         step.health.kind = "deterministic"
         if run.total == 1:
             source, query, failures = "context-package", gc.package.cleaned_prompt, []
-            chunks = [_with_stream(c, stream) for stream, r in gc.package.retrievals.items() for c in r.chunks]
+            # the package as retrieved: a compact fit kept k_per_stream chunks for the analyst's budget,
+            # but the gate counts items (the debate prompts cut each item instead, prompts.evidence_block)
+            unfitted = turn.data.get(UNFITTED_KEY) or {}
+            chunks = [_with_stream(c, stream) for stream, r in gc.package.retrievals.items()
+                      for c in unfitted.get(stream, r.chunks)]
+            if unfitted:
+                source = "context-package-unfitted"
             latencies = [r.latency_s for s, r in gc.package.retrievals.items() if s in fc.evidence_streams]
             run.research_latency_s = max(latencies, default=0.0)
         else:

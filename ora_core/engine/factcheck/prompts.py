@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ora_core.engine.context import fence_id, neutralise
+from ora_core.engine.context import CUT_MARK, cut_at_sentence, fence_id, item_chars, neutralise
 from ora_core.engine.prompts import evidence_fence_note
 from ora_core.engine.reliability import StepSpec
 from ora_core.kernel.models import ChallengePoint, EvidenceItem
@@ -79,14 +79,22 @@ supports: the item is evidence that the claim is true; contradicts: evidence tha
 neutral: off the point, or neither."""
 
 
-def evidence_block(turn: Any, items: list[EvidenceItem], title: str) -> str:
-    """``items`` in the turn's data fence, each opening line carrying its ID, source type and source."""
+def evidence_block(turn: Any, items: list[EvidenceItem], title: str, *, role: str = "") -> str:
+    """``items`` in the turn's data fence, each opening line carrying its ID, source type and source.
+    ``role``: the role the prompt goes to; on a ``compact`` backend each item is cut at a sentence
+    end to its share of the profile's evidence budget (``context.item_chars``): the pool keeps
+    every item the sufficiency gate counted, each shorter."""
     fence = fence_id(turn)
+    config = getattr(turn, "config", None)
+    limit = item_chars(config, role, len(items)) if role and config is not None else None
     lines = [f"## EVIDENCE ITEMS ({title})", evidence_fence_note(fence)]
     for item in items:
         where = neutralise(" ".join(f"{item.id} | {item.source_type} ({item.source_class}) | {item.source}".split()),
                            fence)
-        lines.append(f"<data {fence}>[{where}]\n{neutralise(item.text.strip(), fence)}\n</data {fence}>")
+        text = item.text.strip()
+        if limit is not None and len(text) > limit + len(CUT_MARK):
+            text = cut_at_sentence(text, limit) + CUT_MARK
+        lines.append(f"<data {fence}>[{where}]\n{neutralise(text, fence)}\n</data {fence}>")
     if not items:
         lines.append("(no evidence items)")
     lines.append("Cite items by their IDs. Use only these items for facts; where they are silent, say so.")
@@ -120,7 +128,7 @@ def directions_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem]
             "supports the claim, contradicts it, or is neutral. Judge each item on its own text only.")
     return _spec(name=name, role="evidence", purpose="evidence", prompt_key=f"factcheck.evidence-directions.{stage}",
                  task=_task(head, gc, (), DIRECTIONS_FORMAT), package=claim_block(claim),
-                 evidence=evidence_block(gc.turn, items, f"{len(items)} to label"), min_words=2,
+                 evidence=evidence_block(gc.turn, items, f"{len(items)} to label", role="evidence"), min_words=2,
                  inputs={"claim": claim, "items": [i.id for i in items], "stage": stage})
 
 
@@ -138,7 +146,7 @@ def advocate_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem], 
         role, key = "advocate", "factcheck.advocate"
     return _spec(name=name, role=role, purpose="analyst", prompt_key=key, primary=not run,
                  task=_task(head, gc, ("DEPTH ANALYSIS GUIDANCE",), VERDICT_FORMAT), package=claim_block(claim),
-                 evidence=evidence_block(gc.turn, items, "the advocate's evidence"), min_words=8,
+                 evidence=evidence_block(gc.turn, items, "the advocate's evidence", role=role), min_words=8,
                  inputs={"claim": claim, "evidence_ids": [i.id for i in items], "run": run})
 
 
@@ -150,7 +158,7 @@ def challenger_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem]
                                                              advocate.certainty, advocate.cited, advocate.reasoning)])
     return _spec(name=name, role="challenger", purpose="evaluator", prompt_key="factcheck.challenger",
                  task=_task(head, gc, ("BREADTH ANALYSIS GUIDANCE",), POINTS_FORMAT), package=package,
-                 evidence=evidence_block(gc.turn, items, "the challenger's evidence"), min_words=2,
+                 evidence=evidence_block(gc.turn, items, "the challenger's evidence", role="challenger"), min_words=2,
                  inputs={"claim": claim, "evidence_ids": [i.id for i in items]})
 
 
@@ -173,7 +181,8 @@ def reconciler_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem]
                            points_block(points)])
     return _spec(name=name, role="reconciler", purpose="reviser", prompt_key="factcheck.reconciler",
                  task=_task(head, gc, ("EVALUATION CRITERIA", "REVISION GUIDANCE"), RESPONSES_FORMAT),
-                 package=package, evidence=evidence_block(gc.turn, items, "the full pool"), min_words=8,
+                 package=package, evidence=evidence_block(gc.turn, items, "the full pool", role="reconciler"),
+                 min_words=8,
                  inputs={"claim": claim, "evidence_ids": [i.id for i in items], "points": [p.id for p in points]})
 
 
@@ -185,5 +194,5 @@ def validation_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem]
                                                              cited, reasoning)])
     return _spec(name=name, role="validation", purpose="validation", prompt_key="factcheck.validation",
                  task=_task(head, gc, ("VERIFICATION CRITERIA",), VALIDATION_FORMAT), package=package,
-                 evidence=evidence_block(gc.turn, items, "the full pool"), min_words=2,
+                 evidence=evidence_block(gc.turn, items, "the full pool", role="validation"), min_words=2,
                  inputs={"claim": claim, "evidence_ids": [i.id for i in items]})
