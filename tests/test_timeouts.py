@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-import ora_modes
 import ora_scripted
 import ora_trace_fs
 
+import ora_modes
 from ora_core import hookimpl
 from ora_core.api import Chunk, Provenance, Retrieval, Verdict, VerdictStatus
 from ora_core.testing import make_host, make_runtime, run_turn, scripted_config
