@@ -125,3 +125,32 @@ def test_help_and_plugins_list_import_no_heavy_library(argv: list[str]) -> None:
     report = json.loads(proc.stderr.strip().splitlines()[-1])
     assert report["heavy"] == [], f"`ora {' '.join(argv)}` imported {report['heavy']}"
     assert report["loaded_at_import"] == [], "plugins must load in the CLI callback, not at import"
+
+
+HELP_PROBE = """
+import json, sys
+from ora_core import cli
+try:
+    cli.main(["--help"])
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)), file=sys.stderr)
+"""
+
+
+def test_help_registers_plugins_without_collecting_their_components_or_importing_pydantic() -> None:
+    """`ora --help` needs the plugins' commands only: every plugin is imported and registered (its
+    commands listed), but no component module is imported and no registration hook runs, so
+    neither does pydantic (the host collects components on the first look at them)."""
+    proc = subprocess.run([sys.executable, "-c", HELP_PROBE], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, env={k: v for k, v in os.environ.items() if not k.startswith("ORA")})
+    assert proc.returncode == 0, proc.stderr
+    modules = json.loads(proc.stderr.strip().splitlines()[-1])
+    assert "ora_broken" in modules and "ora_grounding" in modules  # loaded and registered
+    components = [m for m in modules if m in {"ora_broken.detector", "ora_grounding.verifier",
+                                              "ora_grounding.detector", "ora_scripted.backend",
+                                              "ora_health_detectors.detectors", "ora_evidence_guard.detectors",
+                                              "ora_bypass.clock", "ora_core.kernel.models"}]
+    assert components == [], components
+    assert not [m for m in modules if m.split(".")[0] in {"pydantic", "pydantic_core"}]
+    assert "vault" in proc.stdout and "trace" in proc.stdout  # the plugins' commands are listed

@@ -290,6 +290,8 @@ def test_ora_debug_hooks_prints_every_hook_call_with_plugin_and_duration(site: P
     host = PluginHost(env={"ORA_DEBUG_HOOKS": "1"})
     host.debug_stream = io.StringIO()
     host.load_entrypoints(group)
+    assert "ora_register_detectors" not in host.debug_stream.getvalue()  # collected on first look, not at load
+    assert host.detectors()  # the first look: the registration hooks run now
     calls = []
     host.call_observers("ora_turn_started", lambda plugin, exc: calls.append(plugin), turn=object())
     lines = host.debug_stream.getvalue().splitlines()
@@ -320,3 +322,55 @@ def test_register_plugin_fixture_registers_and_unregisters(ora_host: PluginHost,
     ora_host.unregister_plugin("inproc")
     assert "always-fail" not in ora_host.components("verifier")
     assert "inproc" not in ora_host.records
+
+
+SLOW_REGISTRATION = """
+import time
+from ora_core import hookimpl
+
+
+class Slow:
+    name = "{name}"
+    kind = "style"
+    layer = "model_output"
+    assumes = frozenset()
+
+    def detect(self, text, ctx=None):
+        return []
+
+
+@hookimpl
+def ora_register_detectors(register):
+    time.sleep(0.2)
+    register(Slow())
+"""
+
+
+def test_components_are_collected_on_first_look_once_and_every_thread_sees_them_all(site: Path, group: str) -> None:
+    import threading
+
+    dist(site, group, "ora-slow-a", "slow-a", SLOW_REGISTRATION.format(name="slow-a"))
+    dist(site, group, "ora-slow-b", "slow-b", SLOW_REGISTRATION.format(name="slow-b"))
+    host = PluginHost(env={})
+    host.load_entrypoints(group)
+    assert host._registry["detector"] == {}  # nothing collected at load
+    seen: list[list[str]] = []
+    threads = [threading.Thread(target=lambda: seen.append(sorted(d.name for d in host.detectors())))
+               for _ in range(3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(5)
+    assert seen == [["slow-a", "slow-b"]] * 3  # no thread saw a half-collected registry
+    assert [c.name for r in host.records.values() for c in r.components] == ["slow-a", "slow-b"]  # once each
+
+
+def test_strict_mode_collects_at_load(site: Path, group: str) -> None:
+    dist(site, group, "ora-raising", "raising", "from ora_core import hookimpl\n\n@hookimpl\n"
+         "def ora_register_detectors(register):\n    raise RuntimeError('no detector today')\n")
+    with pytest.raises(PluginError, match="no detector today"):
+        PluginHost(env={}, strict=True).load_entrypoints(group)
+    lazy = PluginHost(env={})
+    lazy.load_entrypoints(group)  # not strict: the failure waits for the first look, then is recorded
+    assert lazy.records["raising"].status == "failed"
+    assert "ora_register_detectors raised RuntimeError: no detector today" in lazy.records["raising"].errors[0]

@@ -31,6 +31,7 @@ import inspect
 import json
 import os
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Callable, Iterable, Mapping
@@ -310,8 +311,14 @@ class PluginHost:
         self.strict = (self.env.get("ORA_STRICT_PLUGINS", "") == "1") if strict is None else strict
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
-        self.records: dict[str, PluginRecord] = {}
-        self.registry: dict[str, dict[str, ComponentRecord]] = {
+        self._records: dict[str, PluginRecord] = {}
+        #: Plugins loaded from entry points whose components are not collected yet: collection
+        #: (calling their ``ora_register_*`` hooks) waits for the first look at the records or the
+        #: registry, so a command that needs neither (``ora --help``) imports no component.
+        self._uncollected: list[tuple[object, PluginRecord]] = []
+        self._collect_lock = threading.RLock()
+        self._collecting = False
+        self._registry: dict[str, dict[str, ComponentRecord]] = {
             kind: {} for kind in hookspecs.REGISTRY_HOOKS.values()
         }
         self._commands_registered = False
@@ -347,17 +354,17 @@ class PluginHost:
                 entry_point=f"{ep.name} = {ep.value}",
                 module=ep.module,
             )
-            if ep.name in self.records:
+            if ep.name in self._records:
                 # Two distributions publishing the same entry-point name: the first keeps it, the
                 # second is refused by name, and both records stay listed (none overwrites the other).
-                first = self.records[ep.name]
+                first = self._records[ep.name]
                 record.fail(
                     "failed",
                     f"entry point name {ep.name!r} is published by distribution {first.distribution!r} "
                     f"and by distribution {record.distribution!r}; {record.distribution!r} is refused "
                     f"({first.distribution!r}, loaded first, keeps the name)",
                 )
-                self.records[_clash_key(ep.name, record.distribution, self.records)] = record
+                self._records[_clash_key(ep.name, record.distribution, self._records)] = record
                 loaded.append(record)
                 continue
             names = {ep.name, record.distribution}
@@ -373,9 +380,44 @@ class PluginHost:
                 self._record_failure(record, f"import failed: {_describe(exc)}", exc)
                 self._remember(record, loaded)
                 continue
-            self._register(plugin, record)
+            self._register(plugin, record, collect=self.strict)
             self._remember(record, loaded)
         return loaded
+
+    # --- collection ----------------------------------------------------------------------
+
+    @property
+    def records(self) -> dict[str, PluginRecord]:
+        """Every plugin's record (its components collected first: a hook that raises there
+        changes its status)."""
+        self.collect_pending()
+        return self._records
+
+    @property
+    def registry(self) -> dict[str, dict[str, ComponentRecord]]:
+        """The components by kind and name (collected first)."""
+        self.collect_pending()
+        return self._registry
+
+    def collect_pending(self) -> None:
+        """Call the ``ora_register_*`` hooks of the plugins loaded but not collected yet, in load
+        order. Strict mode collects at load (a failure is fatal there, as before). Thread-safe: a
+        second thread waits until every plugin is collected (a plugin leaves the list only once its
+        components are in); a registration hook looking at the host meanwhile sees what exists."""
+        if not self._uncollected:
+            return
+        with self._collect_lock:
+            if self._collecting:
+                return
+            self._collecting = True
+            try:
+                while self._uncollected:
+                    plugin, record = self._uncollected[0]
+                    if record.status == "ok":
+                        self._collect_all(plugin, record)
+                    self._uncollected.pop(0)
+            finally:
+                self._collecting = False
 
     def register_plugin(self, plugin: object, name: str | None = None, *, distribution: str = "",
                         version: str = "") -> PluginRecord:
@@ -387,25 +429,27 @@ class PluginHost:
             version=version,
             module=getattr(plugin, "__name__", type(plugin).__module__),
         )
-        if pname in self.records:
+        self.collect_pending()
+        if pname in self._records:
             raise PluginError(f"a plugin named {pname!r} is already registered")
         self._register(plugin, record)
-        self.records[pname] = record
+        self._records[pname] = record
         return record
 
     def unregister_plugin(self, name: str) -> None:
         """Remove a plugin and every component it supplied."""
-        record = self.records.pop(name, None)
+        self.collect_pending()
+        record = self._records.pop(name, None)
         if self.pm.has_plugin(name):
             self.pm.unregister(name=name)
-        for kind_registry in self.registry.values():
+        for kind_registry in self._registry.values():
             for comp_name in [n for n, c in kind_registry.items() if c.plugin == name]:
                 del kind_registry[comp_name]
         if record is not None:
             record.components.clear()
 
     def _remember(self, record: PluginRecord, loaded: list[PluginRecord]) -> None:
-        self.records[record.name] = record
+        self._records[record.name] = record
         loaded.append(record)
 
     def _record_failure(self, record: PluginRecord, message: str, exc: BaseException | None,
@@ -415,7 +459,7 @@ class PluginHost:
             origin = record.distribution or "in-process"
             raise PluginError(f"plugin {record.name!r} ({origin}): {message}") from exc
 
-    def _register(self, plugin: object, record: PluginRecord) -> None:
+    def _register(self, plugin: object, record: PluginRecord, *, collect: bool = True) -> None:
         try:
             self.pm.register(plugin, name=record.name)
         except Exception as exc:  # noqa: BLE001 - pluggy's validation errors, recorded
@@ -441,6 +485,12 @@ class PluginHost:
         record.hooks = sorted(
             hc.name for hc in self.pm.get_hookcallers(plugin) or [] if hc.name.startswith("ora_")
         )
+        if collect:
+            self._collect_all(plugin, record)
+        else:
+            self._uncollected.append((plugin, record))
+
+    def _collect_all(self, plugin: object, record: PluginRecord) -> None:
         for hook_name, kind in hookspecs.REGISTRY_HOOKS.items():
             self._collect(plugin, record, hook_name, kind)
 
@@ -571,7 +621,7 @@ class PluginHost:
                     record.components.append(comp)
                     self._record_failure(record, comp.error, None, status="incompatible")
                     return
-        existing = self.registry[kind].get(comp.name)
+        existing = self._registry[kind].get(comp.name)
         if existing is not None:
             comp.status = "refused"
             comp.error = (
@@ -581,7 +631,7 @@ class PluginHost:
             record.components.append(comp)
             self._record_failure(record, comp.error, None)
             return
-        self.registry[kind][comp.name] = comp
+        self._registry[kind][comp.name] = comp
         record.components.append(comp)
 
     def components(self, kind: str) -> dict[str, Any]:
@@ -614,7 +664,7 @@ class PluginHost:
             return
         self._commands_registered = True
         for impl in self.pm.hook.ora_register_commands.get_hookimpls():
-            record = self.records.get(impl.plugin_name)
+            record = self._records.get(impl.plugin_name)
             offered = {"cli": cli, "ora": ora}
             try:
                 self.call_impl(impl, "ora_register_commands",

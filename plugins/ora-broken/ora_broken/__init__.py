@@ -22,11 +22,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ora_core import hookimpl
+from ora_core.api import lazy_exports
 
-from .detector import QUOTED_KEY, BrokenVerdictDetector
-from .failure_signals import FailureSignal
-from .model_verifier import ModelVerifier
-from .verdict import VERDICT_CONTRACT, ParsedVerdict, parse_verdict, verdict_from_output
+# Imported on first use (``ora --help`` loads this plugin without its components).
+__getattr__ = lazy_exports(__name__, {
+    "QUOTED_KEY": "detector", "BrokenVerdictDetector": "detector", "FailureSignal": "failure_signals",
+    "ModelVerifier": "model_verifier", "VERDICT_CONTRACT": "verdict", "ParsedVerdict": "verdict",
+    "parse_verdict": "verdict", "verdict_from_output": "verdict"})
 
 __all__ = [
     "QUOTED_KEY",
@@ -42,9 +44,13 @@ __all__ = [
 
 @hookimpl
 def ora_register_detectors(register: Callable[..., None]) -> None:
+    from .detector import BrokenVerdictDetector
+
     register(BrokenVerdictDetector())
 
 
 @hookimpl
 def ora_register_verifiers(register: Callable[..., None]) -> None:
+    from .model_verifier import ModelVerifier
+
     register(ModelVerifier())

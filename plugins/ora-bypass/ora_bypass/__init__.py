@@ -15,13 +15,18 @@ Three detectors, each declaring the layer it reads and what it assumes of that l
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ora_core import hookimpl
-from ora_core.api import Signal
+from ora_core.api import lazy_exports
 
-from .clock import ClockClaimsDetector
+if TYPE_CHECKING:  # imported where it is built: loading the plugin imports no pydantic
+    from ora_core.api import Signal
+
 from .vocabulary import RESCAN_CATEGORIES, phrases
+
+# Imported on first use (``ora --help`` loads this plugin without its components).
+__getattr__ = lazy_exports(__name__, {"ClockClaimsDetector": "clock"})
 
 
 class BypassDetector:
@@ -40,6 +45,8 @@ class BypassDetector:
         self.matcher = PhraseMatcher(self.vocabulary)
 
     def detect(self, text: str, ctx: Any = None) -> list[Signal]:
+        from ora_core.api import Signal
+
         signals = []
         for match in self.matcher.finditer(text):
             category, strength = self.vocabulary[match.phrase]
@@ -61,4 +68,6 @@ def rescan_detector() -> BypassDetector:
 def ora_register_detectors(register: Callable[..., None]) -> None:
     register(bypass_detector())
     register(rescan_detector())
+    from .clock import ClockClaimsDetector
+
     register(ClockClaimsDetector())

@@ -20,10 +20,13 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ora_core import hookimpl
+from ora_core.api import lazy_exports
 
-from .detectors import InstructionInChunkDetector, PlantedEchoDetector, PlantedVerdictDetector
-from .echo import MARK_KEY, Planted, planted_in, repeated
-from .rules import Finding, scan
+# Imported on first use (``ora --help`` loads this plugin without its components).
+__getattr__ = lazy_exports(__name__, {
+    "InstructionInChunkDetector": "detectors", "PlantedEchoDetector": "detectors",
+    "PlantedVerdictDetector": "detectors", "MARK_KEY": "echo", "Planted": "echo", "planted_in": "echo",
+    "repeated": "echo", "Finding": "rules", "scan": "rules"})
 
 __all__ = ["MARK_KEY", "Finding", "InstructionInChunkDetector", "Planted", "PlantedEchoDetector",
            "PlantedVerdictDetector", "planted_in", "repeated", "scan"]
@@ -31,5 +34,7 @@ __all__ = ["MARK_KEY", "Finding", "InstructionInChunkDetector", "Planted", "Plan
 
 @hookimpl
 def ora_register_detectors(register: Callable[..., None]) -> None:
+    from .detectors import InstructionInChunkDetector, PlantedEchoDetector, PlantedVerdictDetector
+
     for detector in (InstructionInChunkDetector(), PlantedEchoDetector(), PlantedVerdictDetector()):
         register(detector)

@@ -20,9 +20,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ora_core import hookimpl
+from ora_core.api import lazy_exports
 
-from .detector import UnsupportedSpecificsDetector
-from .verifier import DEFAULT_THRESHOLD, GroundingVerifier
+# Imported on first use (``ora --help`` loads this plugin without its components).
+__getattr__ = lazy_exports(__name__, {"UnsupportedSpecificsDetector": "detector", "DEFAULT_THRESHOLD": "verifier",
+                                      "GroundingVerifier": "verifier"})
 
 __all__ = ["DEFAULT_THRESHOLD", "GroundingVerifier", "UnsupportedSpecificsDetector"]
 __version__ = "0.1.0"
@@ -30,11 +32,15 @@ __version__ = "0.1.0"
 
 @hookimpl
 def ora_register_verifiers(register: Callable[..., None]) -> None:
+    from .verifier import GroundingVerifier
+
     register(GroundingVerifier())
 
 
 @hookimpl
 def ora_register_detectors(register: Callable[..., None]) -> None:
+    from .detector import UnsupportedSpecificsDetector
+
     register(UnsupportedSpecificsDetector())
 
 

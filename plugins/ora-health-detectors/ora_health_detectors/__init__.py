@@ -13,9 +13,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ora_core import hookimpl
+from ora_core.api import lazy_exports
 
-from .detectors import BriefStubDetector, ClarificationLoopDetector, LeakedToolCallDetector, RefusalDetector
-from .echo import PromptEchoDetector
+# Imported on first use (``ora --help`` loads this plugin without its components).
+__getattr__ = lazy_exports(__name__, {
+    "BriefStubDetector": "detectors", "ClarificationLoopDetector": "detectors", "LeakedToolCallDetector": "detectors",
+    "RefusalDetector": "detectors", "PromptEchoDetector": "echo"})
 
 __all__ = ["BriefStubDetector", "ClarificationLoopDetector", "LeakedToolCallDetector", "PromptEchoDetector",
            "RefusalDetector"]
@@ -23,6 +26,9 @@ __all__ = ["BriefStubDetector", "ClarificationLoopDetector", "LeakedToolCallDete
 
 @hookimpl
 def ora_register_detectors(register: Callable[..., None]) -> None:
+    from .detectors import BriefStubDetector, ClarificationLoopDetector, LeakedToolCallDetector, RefusalDetector
+    from .echo import PromptEchoDetector
+
     for detector in (RefusalDetector(), ClarificationLoopDetector(), BriefStubDetector(),
                      LeakedToolCallDetector(), PromptEchoDetector()):
         register(detector)

@@ -24,13 +24,17 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ora_core import hookimpl
+from ora_core.api import lazy_exports
 
-from .modes import INJECTORS
+# Imported on first use (``ora --help`` loads this plugin without its components).
+__getattr__ = lazy_exports(__name__, {"INJECTORS": "modes"})
 
 __all__ = ["INJECTORS"]
 
 
 @hookimpl
 def ora_register_fault_injectors(register: Callable[..., None]) -> None:
+    from .modes import INJECTORS
+
     for injector in INJECTORS:
         register(injector)

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ora_core import hookimpl
-from ora_core.api import Signal
+
+if TYPE_CHECKING:  # imported where it is built: loading the plugin imports no pydantic
+    from ora_core.api import Signal
 
 
 class ModeSignalDetector:
@@ -50,6 +52,8 @@ class ModeSignalDetector:
             return self._matcher, self._owners
 
     def detect(self, text: str, ctx: Any = None) -> list[Signal]:
+        from ora_core.api import Signal
+
         modes = _modes(ctx)
         matcher, owners = self._compiled(modes)
         signals = []
