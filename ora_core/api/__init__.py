@@ -60,6 +60,7 @@ _EXPORTS: dict[str, str] = {
     **{name: "ora_core.kernel.models" for name in _KERNEL_MODELS},
     **{name: "ora_core.kernel.errors" for name in _ERRORS},
     **{name: "ora_core.kernel.components" for name in _COMPONENTS},
+    "INSTRUCTION_MARK_KEY": "ora_core.kernel.models",
     "LAYER_ORDER": "ora_core.kernel.layers",
     "LAYER_PROVIDES": "ora_core.kernel.layers",
     "PROPERTY_MEANINGS": "ora_core.kernel.layers",

@@ -53,6 +53,7 @@ from ora_core.engine.profiles import ProfileName
 from ora_core.engine.prompts import assumptions_block, directive, evidence_fence_note
 from ora_core.kernel.models import (
     BUDGET_SIGNAL_NAMES,
+    INSTRUCTION_MARK_KEY,
     BudgetReport,
     BudgetSignal,
     Chunk,
@@ -74,7 +75,7 @@ TRUNCATE_TO = 0.85
 ANALYTICAL_MIN_WINDOW = 4096  # tokens an analytical gear needs to hold guidance + evidence + answer
 PROMPT_SECTIONS = ("DEPTH ANALYSIS GUIDANCE", "BREADTH ANALYSIS GUIDANCE", "OUTPUT FORMAT GUIDANCE")
 INSTRUCTION_CONTINGENCY = "context-instruction-in-chunk"
-MARK_KEY = "instruction_like"  # provenance.extra key: the instruction signals of a flagged chunk
+MARK_KEY = INSTRUCTION_MARK_KEY  # provenance.extra key: the instruction signals of a flagged chunk
 CHUNK_KEY = "chunk"  # ctx.data key: the chunk the context_package detectors are reading
 FENCE_KEY = "evidence_fence"  # turn.data key: this turn's fence ID
 _SYLLABLES = tuple(c + v for c in "bdfgklmnprstvz" for v in "aeiou")  # 70: 4 of them, ~24 million IDs

@@ -115,6 +115,13 @@ class ModelCallRecord(_Shape):
 # --- retrieval -----------------------------------------------------------------------------
 
 
+#: ``Provenance.extra`` key of the instruction-like passages the engine found in a retrieved chunk
+#: (``context_package`` detectors of kind ``instruction``): a list of marks, each with the
+#: ``detector``, the rule ``name``, its ``strength`` and the ``matched`` text. The chunk is kept as
+#: data; a verifier should not count a marked passage as support for anything.
+INSTRUCTION_MARK_KEY = "instruction_like"
+
+
 class Provenance(_Shape):
     """Where a chunk came from; carried by every chunk, end to end."""
 

@@ -366,6 +366,17 @@ def instruction_named(stream: str) -> Callable[[Turn], str | None]:
     return check
 
 
+def verdict_withheld_planted_text(step: str = "gear2-cycle1-verify") -> Callable[[Turn], str | None]:
+    """The verifier's verdict on ``step`` is FAIL and names the instruction-like evidence it withheld."""
+    def check(turn: Turn) -> str | None:
+        verdict = ((turn.step(step) or {}).get("output") or {}).get("verdict") or {}
+        withheld = [r for r in verdict.get("reasons", []) if "instruction-like passage(s)" in r]
+        if verdict.get("status") != "FAIL" or not withheld:
+            return None
+        return f"verdict FAIL ({withheld[0][:90]})"
+    return check
+
+
 def verifier_broken(contingency: str = r"gear2-cycle1-verifier-BROKEN-not-verified", *,
                     reason: str = "") -> Callable[[Turn], str | None]:
     def check(turn: Turn) -> str | None:
@@ -710,7 +721,8 @@ def verifier_cases() -> list[Case]:
 
     def grounding_injected(lab: Lab) -> tuple[Turn, Callable[[Turn], str | None]]:
         turn = lab.run(boundary, vault=[("notes/poisoned.md", POISONED_DOC)], analyst=ECHOING_ANSWER)
-        return turn, contingencies("context-instruction-in-chunk", "gear2-analyst-unhealthy-after-regenerate")
+        return turn, all_of(contingencies("context-instruction-in-chunk", "gear2-analyst-unhealthy-after-regenerate"),
+                            verdict_withheld_planted_text())
 
     cases += [
         Case(boundary, "exception", grounding_exception),
@@ -723,11 +735,7 @@ def verifier_cases() -> list[Case]:
         Case(boundary, "session expired", not_applicable=no_service),
         Case(boundary, "secret echoed",
              not_applicable="it holds no credential and calls no service: nothing could echo one"),
-        Case(boundary, "injected instructions", grounding_injected,
-             expect_pass_gap=("the analyst repeating planted instructions is named (context-instruction-in-chunk, "
-                              "unhealthy-after-regenerate) and the turn ends degraded, but the grounding verifier "
-                              "finds the repeated text supported by the poisoned evidence and its verdict is PASS "
-                              "(tests/gears/test_poisoned_evidence.py pins the same)")),
+        Case(boundary, "injected instructions", grounding_injected),
     ]
 
     # the model verifier: an LLM through the verifier role, read by ora-broken

@@ -71,8 +71,9 @@ def test_the_observed_poisoned_note_repeated_by_the_analyst_ends_degraded_never_
 
 
 def test_a_non_llm_verifiers_pass_does_not_rescue_the_echoing_analyst_either(gears):
-    """Like the grounding verifier, a deterministic checker finds the echo "supported" by the
-    poisoned evidence and passes it; the degraded step still decides the turn's status."""
+    """A deterministic checker that reads chunk texts as they are (unlike ora-grounding, which
+    withholds the marked instruction-like passages) finds the echo "supported" by the poisoned
+    evidence and passes it; the degraded step still decides the turn's status."""
     vault, checker = poisoned_vault(gears), gears.Verifier()
     rules = gears.rules(gear2=POISONED + "\nCONFIDENCE: 0.95")
     result, trace, _ = gears.run(mode="standard", plugins=[gears.Plugin(retrievers=[vault], verifiers=[checker])],

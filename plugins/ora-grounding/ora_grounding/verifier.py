@@ -108,6 +108,8 @@ class GroundingVerifier:
             raise VerifierError(f"grounding: the subject must be text, got {type(subject).__name__}")
         limit, origin = resolve_threshold(threshold if threshold is not None else self.threshold, ctx)
         items = normalise_package(package)
+        withheld = [(item.source or item.id, passage) for item in items for passage in item.withheld]
+        items = [item for item in items if item.text.strip()]
         excluded_streams = excluded(ctx)
         set_aside_evidence = [item for item in items if item.stream in excluded_streams]
         items = [item for item in items if item.stream not in excluded_streams]
@@ -116,6 +118,9 @@ class GroundingVerifier:
         data: dict[str, Any] = {"threshold": limit, "threshold_from": origin, "evidence_items": len(items),
                                 "claims_checked": len(claims), "set_aside": checkable.set_aside,
                                 "checks": list(CHECKS)}
+        if withheld:  # planted text supports nothing: named in the report and the reasons
+            data["instruction_like_withheld"] = [{"source": source, "passage": passage[:300]}
+                                                 for source, passage in withheld]
         if set_aside_evidence:
             data["evidence_set_aside"] = {
                 "streams": sorted({item.stream for item in set_aside_evidence}), "chunks": len(set_aside_evidence),
@@ -167,6 +172,11 @@ class GroundingVerifier:
 
     def _verdict(self, status: VerdictStatus, score: float, reasons: list[str], unsupported: list[str],
                  scores: list[ClaimScore], data: dict[str, Any], criteria: str) -> Verdict:
+        withheld = data.get("instruction_like_withheld") or []
+        if withheld:
+            shown = "; ".join(f"{w['source']}: {w['passage'][:80]!r}" for w in withheld[:3])
+            reasons = [*reasons, f"{len(withheld)} instruction-like passage(s) of the evidence withheld from support "
+                                 f"(planted text grounds nothing): {shown}"]
         return Verdict(status=status, verifier=NAME, reasons=reasons, score=round(score, 4),
                        unsupported_claims=unsupported, data=data,
                        raw_output=render_report(status, score, reasons, scores, data, criteria))
