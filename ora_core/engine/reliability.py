@@ -95,11 +95,30 @@ class RetryContext(BaseModel):
     previous_summary: str
     failure_reason: str
 
-    def block(self, max_attempts: int) -> str:
+    def block(self, max_attempts: int, profile: str = "full") -> str:
+        """The retry's block of the step's package. Under the ``compact`` profile it names the
+        failure without repeating the failed text (no summary, no quoted material from the
+        reason): a small model copies what its prompt shows it, so a failed quotation shown back
+        came back word for word in every retry (measured: the README prompt halted that way)."""
+        if profile == "compact":
+            return ("## RETRY CONTEXT (NEGATIVE FEEDBACK)\n"
+                    f"Attempt {self.attempt} of {max_attempts}. Your previous attempt failed: "
+                    f"{without_quoted(self.failure_reason)}\n"
+                    "Write a new answer from the evidence only; quote nothing the evidence does not say; "
+                    "where it lacks something, name the gap.")
         return ("## RETRY CONTEXT (NEGATIVE FEEDBACK)\n"
                 f"This is attempt {self.attempt} of {max_attempts}. Your previous attempt failed: "
                 f"{self.failure_reason}\nPrevious attempt (summary): {self.previous_summary}\n"
                 "Do not repeat that failure; where the package lacks something, name the gap.")
+
+
+#: Where a failure reason starts listing the failed text (``...: 'quoted'``, ``...: "quoted"``).
+_QUOTED_TAIL = re.compile(r":\s*['\"‘“].*\Z", re.S)
+
+
+def without_quoted(reason: str) -> str:
+    """``reason`` without the failed text it lists after a colon (the kind of failure stays)."""
+    return _QUOTED_TAIL.sub(": (the failed text is not repeated here)", reason)
 
 
 class JudgeResult(BaseModel):
@@ -319,12 +338,13 @@ async def run_model_step(gc: Any, spec: StepSpec) -> StepOutcome:
                    backend=gc.backend_for(spec.role), **spec.inputs) as step:
         step.health.kind = "probabilistic"
         retry: RetryContext | None = None
+        profile = profiles.profile_of(config, gc.backend_for(spec.role))  # the retry block's wording
         regenerated = False
         halted: dict[str, Any] | None = None
         for number in range(1, max_attempts + 1):
             attempt = Attempt(attempt=number, retry_context=retry)
             outcome.attempts.append(attempt)
-            package = spec.package + ("\n\n" + retry.block(max_attempts) if retry else "")
+            package = spec.package + ("\n\n" + retry.block(max_attempts, profile) if retry else "")
             try:
                 result = await call_with_supplements(gc, spec, state, package, number)
                 attempt.calls += result.calls

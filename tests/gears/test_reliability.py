@@ -167,6 +167,29 @@ def test_the_judge_does_not_count_the_retry_context_as_evidence(gears):
     assert FABRICATED.strip('"') in retried.split(RETRY, 1)[1]  # it was in the negative context
 
 
+def test_a_compact_backend_is_told_why_its_attempt_failed_but_not_shown_the_failed_text_again(gears):
+    # A small model copies what its prompt shows it: the README prompt halted on the bundled model
+    # because each retry repeated the unsupported quotation its negative context had shown it.
+    result, trace, rt = _gear2(gears, gears.reply("FABRICATING", extra=f"> {FABRICATED}"),
+                               backends={"local": {"prompt_profile": "compact"}})
+    assert result.status == "halted"  # the scripted model repeats itself regardless
+    retried = _analyst_calls(rt)[1][1].content.split(RETRY, 1)[1]
+    assert "Your previous attempt failed: judge score 0.00 below 0.80" in retried
+    assert FABRICATED.strip('"') not in retried and "Previous attempt (summary)" not in retried
+    assert "(the failed text is not repeated here)" in retried
+    # the trace keeps all of it: the negative context as it was, the summary included
+    negative = result.diagnostic["attempts"][1]["negative_context"]
+    assert FABRICATED.strip('"') in negative["previous_summary"]
+
+
+def test_without_quoted_keeps_the_kind_of_failure_and_drops_the_listed_text():
+    from ora_core.engine.reliability import without_quoted
+
+    assert without_quoted("judge score 0.00 below 0.80: quotation(s) not in the package: 'The user's x'; \"y\"") == (
+        "judge score 0.00 below 0.80: quotation(s) not in the package: (the failed text is not repeated here)")
+    assert without_quoted("confidence 0.50 below 0.65") == "confidence 0.50 below 0.65"
+
+
 # --- the retry budget -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("retries", "attempts"), [(None, 3), (1, 2), (0, 1)])
