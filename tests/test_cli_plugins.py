@@ -64,6 +64,7 @@ def test_plugins_list_table_names_the_columns() -> None:
     for column in ("plugin", "distribution", "version", "components", "hooks", "layer / assumes", "status"):
         assert column in proc.stdout
     assert "modes-default" in proc.stdout
+    assert "retriever: chroma-conversation" in proc.stdout  # every name whole, never broken mid-word
 
 
 def test_a_broken_installed_plugin_shows_failed_while_help_still_works(broken_site: Path) -> None:
