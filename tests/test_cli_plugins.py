@@ -155,3 +155,23 @@ def test_help_registers_plugins_without_collecting_their_components_or_importing
     assert components == [], components
     assert not [m for m in modules if m.split(".")[0] in {"pydantic", "pydantic_core"}]
     assert "vault" in proc.stdout and "trace" in proc.stdout  # the plugins' commands are listed
+
+
+PYDANTIC_SCAN_PROBE = """
+import json, sys
+from ora_core import cli
+try:
+    cli.main(["plugins", "list", "--json"])
+except SystemExit:
+    pass
+from pydantic.plugin import _loader
+print(json.dumps({"scanned": _loader._plugins is not None}), file=sys.stderr)
+"""
+
+
+@pytest.mark.parametrize(("env", "scanned"), [({}, False), ({"PYDANTIC_DISABLE_PLUGINS": ""}, True)])
+def test_the_ora_command_skips_pydantics_plugin_scan_unless_the_variable_is_set(env: dict, scanned: bool) -> None:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("ORA") and k != "PYDANTIC_DISABLE_PLUGINS"}
+    proc = subprocess.run([sys.executable, "-c", PYDANTIC_SCAN_PROBE], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, env={**base, **env})
+    assert json.loads(proc.stderr.strip().splitlines()[-1]) == {"scanned": scanned}, proc.stderr[-500:]
