@@ -175,7 +175,10 @@ async def _close_turn(turn: Any, result: TurnResult, timeout_s: float) -> TurnRe
         if not loop.is_closed():  # else the turn already returned (overdue) and its loop ended
             loop.call_soon_threadsafe(settle, *outcome)
 
-    threading.Thread(target=work, args=(result.model_copy(deep=True),), name="ora-turn-close", daemon=True).start()
+    # A shallow copy is enough: the close reads the result (its turn_finished event dumps it first,
+    # before any sink can stall) and sets two top-level fields (trace_path, tracing_degraded) on the
+    # copy, never on the caller's object (a deep copy cost ~0.5 ms per turn, 6 % of a Gear-4 turn).
+    threading.Thread(target=work, args=(result.model_copy(),), name="ora-turn-close", daemon=True).start()
     try:
         return await asyncio.wait_for(asyncio.shield(done), timeout_s)
     except TimeoutError:
