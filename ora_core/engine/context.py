@@ -279,10 +279,14 @@ def item_chars(config: Any, role: str, items: int) -> int | None:
     backend = getattr(config.roles, role, None)
     if backend is None or profiles.profile_of(config, backend) != "compact":
         return None
-    fit = profiles.COMPACT_FIT
-    budget = fit.evidence_tokens(config.backends[backend].context_window)
-    tokens = max(fit.min_chunk_tokens, budget // max(items, 1) - fit.fence_tokens)
-    return tokens * 4 - len(CUT_MARK)
+    return profiles.COMPACT_FIT.chunk_tokens(config.backends[backend].context_window, items) * 4 - len(CUT_MARK)
+
+
+def cut_to(text: str, limit: int) -> str:
+    """``text`` (stripped) cut at a sentence end to ``limit`` characters and marked with
+    ``CUT_MARK``; unchanged when it fits in ``limit`` and the mark."""
+    text = text.strip()
+    return text if len(text) <= limit + len(CUT_MARK) else cut_at_sentence(text, limit) + CUT_MARK
 
 
 def cut_at_sentence(text: str, max_chars: int) -> str:
@@ -316,7 +320,7 @@ def fit_evidence(config: Any, retrievals: dict[str, Retrieval], role: str) -> Ev
                                 tokens_before=estimate_tokens(c.text)) for c in retrieval.chunks if c.id not in keep]
         retrieval.chunks = [c for c in retrieval.chunks if c.id in keep]
     kept = sum(len(r.chunks) for r in retrievals.values())
-    chunk_tokens = max(fit.min_chunk_tokens, budget // max(kept, 1) - fit.fence_tokens)
+    chunk_tokens = fit.chunk_tokens(settings.context_window, kept)
     cut: list[FittedChunk] = []
     limit = chunk_tokens * 4 - len(CUT_MARK)
     for stream, retrieval in retrievals.items():
@@ -324,7 +328,7 @@ def fit_evidence(config: Any, retrievals: dict[str, Retrieval], role: str) -> Ev
         for chunk in retrieval.chunks:
             before = estimate_tokens(chunk.text)
             if before > chunk_tokens:
-                text = cut_at_sentence(chunk.text.strip(), limit) + CUT_MARK
+                text = cut_to(chunk.text, limit)
                 record = FittedChunk(id=chunk.id, stream=stream, source=chunk.provenance.source,
                                      tokens_before=before, tokens_after=estimate_tokens(text))
                 cut.append(record)

@@ -422,6 +422,11 @@ class CompactFit(BaseModel):
     def evidence_tokens(self, context_window: int) -> int:
         return int(min(context_window * self.evidence_window_share, self.prompt_tokens_per_s * self.evidence_seconds))
 
+    def chunk_tokens(self, context_window: int, chunks: int) -> int:
+        """Each of ``chunks`` texts' share of the evidence budget, its fence and provenance lines
+        taken off (never below ``min_chunk_tokens``)."""
+        return max(self.min_chunk_tokens, self.evidence_tokens(context_window) // max(chunks, 1) - self.fence_tokens)
+
 
 COMPACT_FIT = CompactFit()
 

@@ -34,11 +34,10 @@ def truncate_stack(exc: BaseException) -> str:
 
 
 def role_call(record: ModelCallRecord) -> RoleCall:
-    return RoleCall(role=record.role, prompt_key=record.prompt_key, planned_provider=record.planned_provider,
-                    planned_model=record.planned_model, effective_provider=record.effective_provider,
-                    effective_model=record.effective_model, fallback_flags=list(record.fallback_flags),
-                    prompt_tokens=record.prompt_tokens, completion_tokens=record.completion_tokens,
-                    latency_s=round(record.latency_s, 4), error=dict(record.error) if record.error else None,
+    """The ledger record in the report's shape: its fields of the same name (copied), the latency
+    rounded, and its mismatch flag."""
+    shared = set(RoleCall.model_fields) - {"latency_s", "mismatch"}
+    return RoleCall(**record.model_dump(include=shared), latency_s=round(record.latency_s, 4),
                     mismatch=record.mismatch)
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ora_core.engine.context import CUT_MARK, cut_at_sentence, fence_id, item_chars, neutralise
+from ora_core.engine.context import cut_to, fence_id, item_chars, neutralise
 from ora_core.engine.prompts import evidence_fence_note
 from ora_core.engine.reliability import StepSpec
 from ora_core.kernel.models import ChallengePoint, EvidenceItem
@@ -91,9 +91,7 @@ def evidence_block(turn: Any, items: list[EvidenceItem], title: str, *, role: st
     for item in items:
         where = neutralise(" ".join(f"{item.id} | {item.source_type} ({item.source_class}) | {item.source}".split()),
                            fence)
-        text = item.text.strip()
-        if limit is not None and len(text) > limit + len(CUT_MARK):
-            text = cut_at_sentence(text, limit) + CUT_MARK
+        text = cut_to(item.text, limit) if limit is not None else item.text.strip()
         lines.append(f"<data {fence}>[{where}]\n{neutralise(text, fence)}\n</data {fence}>")
     if not items:
         lines.append("(no evidence items)")
