@@ -83,7 +83,7 @@ def withhold(text: str, passages: list[str]) -> tuple[str, list[str]]:
         needle, start = passage.lower(), 0
         while (at := lower.find(needle, start)) >= 0:
             end = at + len(needle)
-            left = max((lower.rfind(b, 0, at) + len(b) for b in _BOUNDARY if lower.rfind(b, 0, at) >= 0), default=0)
+            left = max((i + len(b) for b in _BOUNDARY if (i := lower.rfind(b, 0, at)) >= 0), default=0)
             rights = [i + 1 for b in _BOUNDARY if (i := lower.find(b, end)) >= 0]
             spans.append((left, min(rights, default=len(text))))
             start = end

@@ -329,7 +329,8 @@ def scan(root: Path, consume: Callable[[IndexLine], None], *, since: datetime | 
                 if status == "closed":  # it closed while we looked: read it again below
                     turn = _json(turn_file)
                 else:
-                    if since is None or _started(turn) is None or _started(turn) >= since:
+                    started = _started(turn) if since is not None else None
+                    if started is None or started >= since:  # an unreadable start is kept, not dropped
                         result.open_turns.append(OpenTurn(dir=rel, path=path, turn=turn, status=status, why=why))
                     continue
             record = line_from_files(path, root, turn)
