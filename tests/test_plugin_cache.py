@@ -196,3 +196,23 @@ def test_ora_says_how_the_scan_was_served_and_names_a_corrupt_cache(tmp_path: Pa
     assert damaged.returncode == 0
     assert f"ora: the plugin entry-point cache {path}: not JSON" in damaged.stderr
     assert json.loads(damaged.stdout) == json.loads(first.stdout)
+
+
+def test_a_bypassed_cache_names_why_no_key_could_be_made(site: Path, group: str, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    publish(site, group, "ora-one", "one", PLUGIN.format(name="one-detector"))
+    unreadable = tmp_path / "locked"
+    unreadable.mkdir()
+    real_listdir = os.listdir
+
+    def listdir(path: Any = ".") -> list[str]:
+        if str(path) == str(unreadable):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_listdir(path)
+
+    monkeypatch.setattr(sys, "path", [*sys.path, str(unreadable)])
+    monkeypatch.setattr(os, "listdir", listdir)
+    cache = cache_at(tmp_path)
+    assert {r["name"] for r in load(group, cache)} == {"one"}  # the full scan still finds the plugin
+    assert cache.status == "bypassed"
+    assert f"no environment key: cannot list {unreadable} on sys.path (PermissionError" in cache.describe()

@@ -141,10 +141,16 @@ _INFO_SUFFIXES = (".dist-info", ".egg-info")
 
 def environment_key() -> str | None:
     """A digest of everything ``importlib.metadata`` reads to find distributions and their
-    entry points; None when something else could find distributions (then nothing is cached)."""
+    entry points; None when no key can be made (``environment_key_or_why`` says why)."""
+    return environment_key_or_why()[0]
+
+
+def environment_key_or_why() -> tuple[str | None, str]:
+    """``(key, "")``, or ``(None, why)``: another finder could find distributions, or a directory
+    of ``sys.path`` could not be listed (then nothing is cached)."""
     for finder in sys.meta_path:
         if getattr(finder, "find_distributions", None) is not None and finder is not PathFinder:
-            return None
+            return None, f"the import finder {type(finder).__name__} can also find distributions"
     parts = [sys.version, sys.prefix, sys.executable]
     for entry in sys.path:
         parts.append(f"path {entry}")
@@ -160,8 +166,8 @@ def environment_key() -> str | None:
         parts.append(f"dir {st.st_mtime_ns}")
         try:
             names = sorted(os.listdir(where))
-        except OSError:
-            return None
+        except OSError as exc:
+            return None, f"cannot list {where} on sys.path ({type(exc).__name__}: {exc})"
         infos = [n for n in names if n.lower().endswith(_INFO_SUFFIXES)]
         if entry.lower().endswith(".egg"):
             infos += [n for n in names if n.lower() == "egg-info"]
@@ -175,9 +181,9 @@ def environment_key() -> str | None:
                     parts.append(f"{st.st_mtime_ns} {st.st_size}")
                 except (FileNotFoundError, NotADirectoryError):  # none, or an egg-info that is a file
                     parts.append("-")
-                except OSError:
-                    return None
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest()
+                except OSError as exc:
+                    return None, f"cannot stat {os.path.join(where, name, member)} ({type(exc).__name__}: {exc})"
+    return hashlib.sha256("\0".join(parts).encode("utf-8", "surrogateescape")).hexdigest(), ""
 
 
 @dataclass
@@ -209,9 +215,9 @@ class EntryPointCache:
         if self.path is None:
             self.status = "off"
             return scan_entry_points(group)
-        key = environment_key()
-        if key is None:
-            self.status = "bypassed"
+        key, why = environment_key_or_why()
+        if key is None:  # not a failure (a full scan is what no cache does): named in describe()
+            self.status, self.problem = "bypassed", f"no environment key: {why}"
             return scan_entry_points(group)
         stored = self._read()
         if stored is not None and stored.get("key") == key and group in stored["groups"]:
