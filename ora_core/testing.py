@@ -28,12 +28,13 @@ from __future__ import annotations
 import importlib
 import textwrap
 import tomllib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ora_core import hookimpl
 from ora_core.kernel.config import (
     DEFAULT_CONFIG_PATH,
     OraConfig,
@@ -125,6 +126,24 @@ class RecordingSink:
         self.events.append(event)
 
     def close_turn(self, info: Any) -> None: ...
+
+
+class ComponentsPlugin:
+    """An in-process plugin registering the given retrievers and verifiers, as a third party's
+    plugin would: ``make_host(..., ComponentsPlugin(retrievers=[r], verifiers=[v]))``."""
+
+    def __init__(self, *, retrievers: Iterable[Any] = (), verifiers: Iterable[Any] = ()) -> None:
+        self.retrievers, self.verifiers = list(retrievers), list(verifiers)
+
+    @hookimpl
+    def ora_register_retrievers(self, register: Any) -> None:
+        for retriever in self.retrievers:
+            register(retriever)
+
+    @hookimpl
+    def ora_register_verifiers(self, register: Any) -> None:
+        for verifier in self.verifiers:
+            register(verifier)
 
 
 def make_runtime(host: PluginHost, resolved: ResolvedConfig, stderr: Any = None) -> Any:

@@ -15,7 +15,7 @@ import pytest
 from ora_core import hookimpl
 from ora_core.kernel.errors import RetrievalError
 from ora_core.kernel.models import Chunk, EmptyDiagnosis, Provenance, Retrieval, Verdict, VerdictStatus
-from ora_core.testing import make_host, make_runtime, scripted_config
+from ora_core.testing import ComponentsPlugin, make_host, make_runtime, scripted_config
 
 CLAIM = "Nuclear energy is safe enough to be part of the energy mix."
 PHASE_A = {"match": "PHASE A CLEANUP", "on": "system",
@@ -96,19 +96,7 @@ class GroundingStandIn:
                        score=0.1 if failed else 0.9)
 
 
-class Components:
-    def __init__(self, *, retrievers: list[Any] = (), verifiers: list[Any] = ()) -> None:  # type: ignore[assignment]
-        self.retrievers, self.verifiers = list(retrievers), list(verifiers)
-
-    @hookimpl
-    def ora_register_retrievers(self, register: Any) -> None:
-        for r in self.retrievers:
-            register(r)
-
-    @hookimpl
-    def ora_register_verifiers(self, register: Any) -> None:
-        for v in self.verifiers:
-            register(v)
+Components = ComponentsPlugin  # an in-process plugin registering retrievers and verifiers
 
 
 def verdict(truth: int, certainty: int, cited: str = "E1, E2",

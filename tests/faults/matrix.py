@@ -50,7 +50,7 @@ for extra in (HERE, REPO / "plugins" / "ora-playwright" / "tests"):
 
 from servers import INJECTED, EchoServer, SearchServer  # noqa: E402
 
-from ora_core import hookimpl  # noqa: E402
+from ora_core.testing import ComponentsPlugin  # noqa: E402
 
 FAULTS = ("exception", "timeout", "empty", "garbage", "429", "session expired", "secret echoed",
           "injected instructions")
@@ -116,21 +116,7 @@ class VaultRetriever:
         return Retrieval(stream="concept", query=query, chunks=chunks, empty_diagnosis=diagnosis, retriever=self.name)
 
 
-class Components:
-    """An in-process plugin registering retrievers and verifiers (a third party's, as they register)."""
-
-    def __init__(self, *, retrievers: list[Any] = (), verifiers: list[Any] = ()) -> None:  # type: ignore[assignment]
-        self.retrievers, self.verifiers = list(retrievers), list(verifiers)
-
-    @hookimpl
-    def ora_register_retrievers(self, register: Any) -> None:
-        for r in self.retrievers:
-            register(r)
-
-    @hookimpl
-    def ora_register_verifiers(self, register: Any) -> None:
-        for v in self.verifiers:
-            register(v)
+Components = ComponentsPlugin  # a third party's retrievers and verifiers, registered as they register
 
 
 class PluginVerifier:

@@ -16,7 +16,7 @@ import pytest
 from ora_core import hookimpl
 from ora_core.kernel.errors import VerifierError
 from ora_core.kernel.models import Chunk, EmptyDiagnosis, Provenance, Retrieval, Verdict, VerdictStatus
-from ora_core.testing import make_host, make_runtime, scripted_config
+from ora_core.testing import ComponentsPlugin, make_host, make_runtime, scripted_config
 
 PROMPT = "Cui bono on the harness paradigm shift in commercial AI?"
 CLEANED = "Cui bono on the harness paradigm shift in commercial AI: who benefits and who pays?"
@@ -148,21 +148,7 @@ class ScriptedVerifier:
                        raw_output=f"scripted {status.value}")
 
 
-class ComponentPlugin:
-    """An in-process plugin registering retrievers and verifiers."""
-
-    def __init__(self, *, retrievers: list[Any] = (), verifiers: list[Any] = ()) -> None:  # type: ignore[assignment]
-        self.retrievers, self.verifiers = list(retrievers), list(verifiers)
-
-    @hookimpl
-    def ora_register_retrievers(self, register: Any) -> None:
-        for r in self.retrievers:
-            register(r)
-
-    @hookimpl
-    def ora_register_verifiers(self, register: Any) -> None:
-        for v in self.verifiers:
-            register(v)
+ComponentPlugin = ComponentsPlugin  # an in-process plugin registering retrievers and verifiers
 
 
 class SpecificsDetectorPlugin:
