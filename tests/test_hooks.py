@@ -203,6 +203,83 @@ def test_a_turn_closes_its_sinks_off_the_event_loop_so_other_turns_go_on(tmp_pat
     assert sink.closed and result.trace_path == "memory://" + result.turn_id
 
 
+def test_a_turn_whose_sinks_do_not_wait_closes_on_the_loops_thread_and_one_that_may_wait_does_not() -> None:
+    import threading
+
+    threads: dict[str, Any] = {}
+
+    class HandOffSink(MemorySink):
+        name = "hand-off"
+        waits = False
+
+        def close_waits(self, info: Any) -> bool:
+            return self.waits
+
+        def close_turn(self, info: Any) -> dict[str, Any]:
+            threads[self.name] = threading.current_thread()
+            return super().close_turn(info)
+
+    class PlainSink(HandOffSink):  # no close_waits: assumed to wait
+        name = "plain"
+        close_waits = None  # type: ignore[assignment]
+
+    def run_with(*sinks: Any) -> Any:
+        class SinkPlugin:
+            @hookimpl
+            def ora_register_trace_sinks(self, register):
+                for sink in sinks:
+                    register(sink)
+
+        threads.clear()
+        return run_turn(make_runtime(make_host(ora_scripted, SinkPlugin()), scripted_config(default="Hi.")), "Hello")
+
+    here = threading.current_thread()  # run_turn runs its loop on this thread
+    quick = HandOffSink()
+    result = run_with(quick)
+    assert threads["hand-off"] is here and result.trace_path == "memory://" + result.turn_id
+    quick.waits = True
+    run_with(quick)
+    assert threads["hand-off"] is not here and threads["hand-off"].name == "ora-turn-close"
+    quick.waits = False
+    run_with(quick, PlainSink())
+    assert threads["hand-off"] is not here and threads["plain"] is not here
+
+
+def test_a_sink_whose_close_waits_raises_is_isolated_and_named() -> None:
+    import threading
+
+    seen: dict[str, Any] = {}
+
+    class BrokenProbe(MemorySink):
+        name = "broken-probe"
+
+        def close_waits(self, info: Any) -> bool:
+            raise RuntimeError("probe exploded")
+
+    class Other(MemorySink):
+        name = "other"
+
+        def close_waits(self, info: Any) -> bool:
+            return False
+
+        def close_turn(self, info: Any) -> dict[str, Any]:
+            seen["thread"] = threading.current_thread()
+            return super().close_turn(info)
+
+    class SinkPlugin:
+        @hookimpl
+        def ora_register_trace_sinks(self, register):
+            register(BrokenProbe())
+            register(Other())
+
+    stderr = io.StringIO()
+    result = run_turn(make_runtime(make_host(ora_scripted, SinkPlugin()), scripted_config(default="Hi."),
+                                   stderr=stderr), "Hello")
+    assert result.answer == "Hi." and result.tracing_degraded
+    assert "trace sink 'broken-probe' failed (close_waits: RuntimeError: probe exploded)" in stderr.getvalue()
+    assert seen["thread"] is threading.current_thread()  # the one sink left does not wait
+
+
 def test_a_sink_stuck_in_close_turn_degrades_the_turn_instead_of_hanging_it(tmp_path: Path) -> None:
     import threading
     import time

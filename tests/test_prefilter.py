@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from ora_core.kits.lazy import LazyPattern, lazy_compile
-from ora_core.kits.prefilter import required_literals
+from ora_core.kits.prefilter import required_literal_sets, required_literals
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT.parent / "shared" / "data"
@@ -81,6 +81,23 @@ def test_only_parts_every_match_passes_through_give_literals() -> None:
     assert required_literals(r"Error:(?i:fatal)") == (frozenset({"Error:"}), False)  # scoped flags skipped
     assert required_literals(r"a") is None  # too short to be worth a test
     assert required_literals(r"Sorry, BUT", re.IGNORECASE) == (frozenset({"sorry, but"}), True)
+
+
+def test_a_match_needs_a_literal_of_every_requirement_and_a_line_lacking_one_is_ruled_out() -> None:
+    needs = required_literal_sets(r"\b(?:not|never)\s+(?:\w+ly\s+)?(?:supported|backed)\b", re.IGNORECASE)
+    # re's parser factors the common "n" out of not|never: "ot" | "ever" is what stays required
+    assert needs == ((frozenset({"supported", "backed"}), frozenset({"ot", "ever"})), True)
+    # a branch unites one requirement of each alternative: the k-th most selective, and the cheapest
+    needs = required_literal_sets(r"(?:\bnot|n't)\s+supported|\bevidence\s+(?:\bnot|n't)\s+given"
+                                  r"|\bwithout\s+(?:a\s+)?source")
+    assert needs == ((frozenset({"supported", "evidence", "without"}), frozenset({"not", "n't", "source"}),
+                      frozenset({"not", "n't", "given", "source"})), False)
+    lazy = lazy_compile(r"(?:\bnot|n't)\s+(?:\w+ly\s+)?(?:supported|backed)\b", re.IGNORECASE)
+    for text, can in [("every claim is supported by the evidence", False), ("this is not a claim", False),
+                      ("it is not directly supported", True), ("it isn't backed", True)]:
+        assert lazy.cannot_match(text) is not can
+        assert bool(lazy.search(text)) is can
+    assert required_literal_sets(r"(?:warning)?\s*\d+") is None
 
 
 def test_case_folding_beyond_ascii_is_never_skipped() -> None:

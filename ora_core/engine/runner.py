@@ -154,7 +154,11 @@ async def _close_turn(turn: Any, result: TurnResult, timeout_s: float) -> TurnRe
     1.91 vs 1.93 x ideal over 14 interleaved rounds). A close that does not come back within
     ``timeout_s`` leaves the turn with tracing degraded and the late sinks named
     (``TurnContext.close_overdue``); the daemon thread finishes on its own, on a copy of the
-    result, so the caller's result never changes under it and exit never waits for a dead disk."""
+    result, so the caller's result never changes under it and exit never waits for a dead disk.
+    A turn whose sinks all say their close does not wait (``TurnContext.close_waits``) closes here,
+    on the loop's thread."""
+    if not turn.close_waits():  # no sink waits on a disk or network: nothing to keep off the loop
+        return turn.close(result)
     loop = asyncio.get_running_loop()
     done: asyncio.Future[TurnResult] = loop.create_future()
 

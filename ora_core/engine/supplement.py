@@ -169,7 +169,9 @@ def _blocks(text: str) -> list[tuple[int, int, list[str]]]:
 def parse_request(output: str, sent: str) -> tuple[SupplementRequest | None, list[str]]:
     """The first request block of the model's own output, and notes on blocks not taken."""
     notes: list[str] = []
-    sent_norm = _norm(sent)
+    if output.isascii() and "supplemental rag request" not in output.lower():
+        return None, notes  # no block can start here (the test ``_REQUEST`` makes, without a line scan)
+    sent_norm: str | None = None  # the package's words, read only when a block is there to compare
     for _, _, lines in _blocks(output):
         fields: dict[str, str] = {}
         for line in lines[1:]:
@@ -183,6 +185,8 @@ def parse_request(output: str, sent: str) -> tuple[SupplementRequest | None, lis
         if not gap and not query:
             notes.append(f"request block without gap or query terms ignored: {block[:120]!r}")
             continue
+        if sent_norm is None:
+            sent_norm = _norm(sent)
         echoed = [v for v in (gap, query) if v and _norm(v) and _norm(v) in sent_norm]
         if len(echoed) == len([v for v in (gap, query) if v]):
             notes.append(f"request block copied from the package it was sent ignored: {block[:120]!r}")

@@ -100,7 +100,12 @@ class TraceSink(Protocol):
     ``open_turn`` and ``handle`` run on the event loop's thread, inside the pipeline: keep them
     cheap. The end of a turn (its ``turn_finished`` event and ``close_turn``) runs on a worker
     thread, so a sink's disk or network work there does not stall the other turns of the loop;
-    ``close_turn`` returns when the turn's trace is complete."""
+    ``close_turn`` returns when the turn's trace is complete.
+
+    Optional: ``close_waits(turn) -> bool``, False when this turn's ``close_turn`` will return
+    without waiting on a disk or a network (it hands the work to a thread of its own). When no
+    sink of a turn waits, the turn closes on the event loop's thread. A sink without it is
+    assumed to wait."""
 
     name: str
 

@@ -102,16 +102,17 @@ class LazyPattern:
         if self._compiled is None:
             import re
 
-            from ora_core.kits.prefilter import required_literals
+            from ora_core.kits.prefilter import required_literal_sets
 
             compiled = re.compile(self._source, self._flags)
-            need = required_literals(self._source, self._flags)
-            self._need = (tuple(sorted(need[0], key=len, reverse=True)), need[1]) if need else None
+            need = required_literal_sets(self._source, self._flags)
+            self._need = (tuple(tuple(sorted(r, key=len, reverse=True)) for r in need[0]), need[1]) if need else None
             self._compiled = compiled
         return self._compiled
 
     def cannot_match(self, text: Any) -> bool:
-        """True when ``text`` lacks every literal a match needs (so no scan can find one);
+        """True when ``text`` lacks every literal of one of a match's requirements (so no scan
+        can find one);
         see ``ora_core.kits.prefilter`` (under IGNORECASE only an ASCII text can be ruled out)."""
         global _last_lower
         if self._compiled is None:
@@ -130,10 +131,13 @@ class LazyPattern:
                 lower = text.lower()
                 _last_lower = (text, lower)
                 text = lower
-        for literal in literals:  # noqa: SIM110 - a plain loop: any() over a generator costs ~2x here
-            if literal in text:
-                return False
-        return True
+        for requirement in literals:  # a match needs a literal of each requirement
+            for literal in requirement:
+                if literal in text:
+                    break
+            else:
+                return True  # no literal of this one: no match
+        return False
 
     # The hot methods, spelled out: reaching them through ``__getattr__`` (a failed lookup
     # first) cost ~1 ms per Gear-4 turn across the detectors.

@@ -351,17 +351,19 @@ def _signal(line: int, fp: FailurePattern, matched: str, text: str) -> FailureSi
                          verdict_token=fp.name in VERDICT_TOKEN_PATTERNS)
 
 
-def _line_signals(own: Sequence[str | None], i: int, skip: Collection[int], quoted_blob: str) -> list[FailureSignal]:
-    """The failure signal(s) of own line ``i``: the line itself, or the items under a failing category.
+def _line_signals(own: Sequence[str | None], i: int, skip: Collection[int], norm: str,
+                  patterns: Sequence[FailurePattern]) -> list[FailureSignal]:
+    """The failure signal(s) of own line ``i`` (``norm``: the line normalized, quoted spans
+    masked), by the ``patterns`` that can match: the line itself, or the items under a failing
+    category.
 
     A match before a label's colon (``Unsupported claims: ...``) or in a heading (``## UNSUPPORTED
     CLAIMS``) names a category: it fails through its value or the items listed under it, and not
     when they are all ``none``. A category with nothing under it at all is read as prose."""
     line = own[i] or ""
-    norm = _mask_quoted_spans(normalize(line), quoted_blob)
     heading = _is_heading(line)
     colon = min((k for k in (norm.find(":"), norm.find("：")) if k > 0), default=-1)
-    for fp in FAILURE_PATTERNS:
+    for fp in patterns:
         for match in fp.pattern.finditer(norm):
             if _ALTERNATIVE_BEFORE.search(norm[:match.start()]) or _ALTERNATIVE_AFTER.match(norm[match.end():]):
                 continue  # "PASS/FAIL", "PASS or FAIL": a restated instruction, not a verdict
@@ -396,10 +398,19 @@ def find_failure_signals(own: Sequence[str | None], *, skip: Collection[int] = (
     """Every own line (``None`` = masked) that names a failure, in order; ``skip``: indexes of lines
     that are not prose (the standalone verdict lines, a supplement-request block)."""
     quoted_blob = " \n ".join(_collapse(q) for q in quoted if q)
+    norms = {i: _mask_quoted_spans(normalize(line), quoted_blob) for i, line in enumerate(own)
+             if line is not None and i not in skip and line.strip()}
+    # One literal test per pattern over all the lines at once (each line is a substring of the
+    # join, so a pattern ruled out here could match none of them); the lines then run only the
+    # patterns left, in their order: the same signals, without 16 tests per line.
+    joined = "\n".join(norms.values())
+    patterns = [fp for fp in FAILURE_PATTERNS if not fp.pattern.cannot_match(joined)]
     found: dict[int, FailureSignal] = {}
-    for i, line in enumerate(own):
-        if line is None or i in skip or not line.strip() or i in found:
+    if not patterns:
+        return []
+    for i, norm in norms.items():
+        if i in found:
             continue
-        for signal in _line_signals(own, i, skip, quoted_blob):
+        for signal in _line_signals(own, i, skip, norm, patterns):
             found.setdefault(signal.line - 1, signal)
     return [found[k] for k in sorted(found)]

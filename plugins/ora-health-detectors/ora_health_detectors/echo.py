@@ -42,18 +42,32 @@ class PromptEchoDetector:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._cache: dict[tuple[str, ...], frozenset[str]] = {}
+        self._cache: dict[tuple[str, ...], tuple[frozenset[str], frozenset[str]]] = {}
 
-    def _control(self, instructions: tuple[str, ...]) -> frozenset[str]:
-        """Eight-word runs of the instructions (one set per distinct instruction list, kept)."""
+    def _control(self, instructions: tuple[str, ...]) -> tuple[frozenset[str], frozenset[str]]:
+        """Eight-word runs of the instructions and their first words (one pair per distinct
+        instruction list, kept)."""
         found = self._cache.get(instructions)
         if found is None:
-            found = frozenset().union(*(shingles(_words(t)) for t in instructions)) if instructions else frozenset()
+            runs = frozenset().union(*(shingles(_words(t)) for t in instructions)) if instructions else frozenset()
+            found = runs, frozenset(run.split(" ", 1)[0] for run in runs)
             with self._lock:
                 if len(self._cache) > 32:
                     self._cache.clear()
                 self._cache[instructions] = found
         return found
+
+    def _echoed_runs(self, words: list[str], instructions: tuple[str, ...]) -> list[str]:
+        """``sorted(shingles(words) & control)``, building only the runs that start with a word
+        some instruction run starts with."""
+        control, firsts = self._control(instructions)
+        found = set()
+        for i in range(len(words) - SHINGLE + 1):
+            if words[i] in firsts:
+                run = " ".join(words[i:i + SHINGLE])
+                if run in control:
+                    found.add(run)
+        return sorted(found)
 
     def detect(self, text: str, ctx: Any) -> list[Signal]:
         data = getattr(ctx, "data", None)
@@ -64,7 +78,7 @@ class PromptEchoDetector:
         words = norm.split()
         hits = [p for p in material.retry_phrases if f" {p} " in norm]
         if len(words) >= SHINGLE:
-            hits += sorted(shingles(words) & self._control(tuple(material.instructions)))
+            hits += self._echoed_runs(words, tuple(material.instructions))
         if not hits:
             return []
         given = " " + " ".join(_words(material.given)) + " "

@@ -32,8 +32,20 @@ class ModeSignalDetector:
         self._key: tuple[tuple[str, str, str], ...] | None = None
         self._matcher: Any = None
         self._owners: dict[str, list[tuple[str, str]]] = {}
+        #: the modes' phrases as written, and what they compiled to: the same modes on the next
+        #: turn skip normalizing and sorting every phrase (~0.2 ms a turn)
+        self._raw: tuple[Any, tuple[Any, dict[str, list[tuple[str, str]]]]] | None = None
 
     def _compiled(self, modes: Any) -> tuple[Any, dict[str, list[tuple[str, str]]]]:
+        raw = tuple((mode.name, tuple(mode.signals.strong), tuple(mode.signals.weak)) for mode in modes)
+        last = self._raw
+        if last is not None and last[0] == raw:
+            return last[1]
+        compiled = self._compile(modes)
+        self._raw = (raw, compiled)  # one tuple, replaced whole: a thread sees the old pair or the new
+        return compiled
+
+    def _compile(self, modes: Any) -> tuple[Any, dict[str, list[tuple[str, str]]]]:
         from ora_core.api.text import PhraseMatcher, normalize_phrase
 
         entries = []

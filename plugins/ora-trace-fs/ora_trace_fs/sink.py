@@ -632,6 +632,12 @@ class TraceFsSink:
             self._idle = False
             self._kick.set()
 
+    def close_waits(self, turn: Any) -> bool:
+        """False when ``close_turn`` only hands the turn to the writer (``async`` durability, the
+        writer not ``MAX_PENDING_TURNS`` behind): the kernel may then close on the loop's thread."""
+        writer = self._turns.get(turn.turn_id)
+        return writer is None or writer.durability != "async" or len(self._closed) >= MAX_PENDING_TURNS
+
     def close_turn(self, turn: Any) -> dict[str, Any]:
         writer = self._turns.pop(turn.turn_id)
         earlier = self._take_commit_errors()

@@ -112,6 +112,32 @@ def test_async_durability_returns_first_and_the_group_commit_completes_the_trace
     assert all(complete(Path(r.trace_path)) for r in results)
 
 
+def test_close_waits_only_under_turn_durability_or_with_the_writer_too_far_behind(tmp_path, monkeypatch):
+    monkeypatch.setattr(sink, "GROUP_COMMIT_S", 30.0)
+    monkeypatch.setattr(sink, "QUIET_S", 30.0)
+    monkeypatch.setattr(sink, "MAX_PENDING_TURNS", 1)
+
+    def answers_for(durability: str, turns: int) -> list[bool]:
+        rt = _runtime(tmp_path / durability, durability)
+        trace_sink = rt.host.get("trace_sink", "trace-fs")
+        probe, answers = trace_sink.close_waits, []
+
+        def recording(info):
+            answers.append(probe(info))
+            return answers[-1]
+
+        trace_sink.close_waits = recording
+        results = [run_turn(rt, PROMPT) for _ in range(turns)]
+        assert all(r.trace_path and not r.tracing_degraded for r in results)
+        assert trace_sink.flush(30.0) and all(complete(Path(r.trace_path)) for r in results)
+        return answers
+
+    assert answers_for("turn", 1) == [True]
+    # the first async close hands its turn over; the second finds the writer a turn behind (the
+    # group waits 30 s) and commits both itself, so it may wait
+    assert answers_for("async", 2) == [False, True]
+
+
 def test_a_writer_too_far_behind_makes_the_closing_turn_commit_the_waiting_ones_in_order(tmp_path, monkeypatch):
     monkeypatch.setattr(sink, "MAX_PENDING_TURNS", 1)
     monkeypatch.setattr(sink, "GROUP_COMMIT_S", 30.0)
