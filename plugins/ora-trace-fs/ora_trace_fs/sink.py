@@ -14,7 +14,10 @@ The writing works in batches (what was queued until the pipeline went quiet, or 
 closed): the batch's files, of every turn in it, are staged, written once each (a step file
 started and finished in one batch is written once) and, with ``fsync``, made durable behind
 one barrier before they are renamed into place (``files.write_files``: one ``syncfs`` on Linux
-instead of one fsync per file); a closing turn's logs and renames get one more barrier.
+instead of one fsync per file); a closing turn's logs and renames get one more barrier. Closes
+that wait while another writes (concurrent turns ending together) are committed in one batch by
+the first to get to write (group commit): the barriers are shared, and each close still returns
+only once its turn's files are written.
 
 ``[trace] durability = "async"`` takes the writing off the turn's path: ``close_turn`` hands the
 finished turn to the writer thread and returns; the writer commits the files of finished turns
@@ -140,6 +143,7 @@ class TurnWriter:
         self.coverage_steps: set[str] = set()  # steps whose output named a coverage gap
         self.supplements: list[dict[str, Any]] = []
         self.index_line: bytes | None = None  # built when the turn finishes; appended at its close
+        self.committed = False  # turn durability: its close's files are written (by whichever close did it)
 
     # --- errors and redaction ----------------------------------------------------------------
 
@@ -424,6 +428,7 @@ class TraceFsSink:
         self._idle = True
         self._events = 0  # events seen: the writer waits until it stops moving
         self._late: list[TurnWriter] = []  # turns whose close timed out: the writer finishes them
+        self._closing: deque[TurnWriter] = deque()  # turn durability: closes waiting to write
 
     def _ensure_thread(self) -> None:
         with self._lock:
@@ -540,18 +545,34 @@ class TraceFsSink:
             writer.error(f"writer failed on {op} {what}".strip(), exc)
 
     def _close(self, writer: TurnWriter, timeout: float) -> None:
-        """Write everything of ``writer``'s turn that is not on disk yet, on this thread, once
-        the writer thread (if it is writing) is done; with ``fsync``, durably."""
+        """Write everything of ``writer``'s turn that is not on disk yet, once the writer thread
+        (if it is writing) is done; with ``fsync``, durably. Group commit: the close that gets to
+        write takes every turn whose close is waiting meanwhile into its batch (one durability
+        barrier for all of them); a close whose turn was so committed by another returns as soon
+        as that batch is done. Either way its turn's files are on disk when it returns."""
+        self._closing.append(writer)
         if not self._work.acquire(timeout=timeout):
             writer.errors.append(f"the trace writer did not finish within {timeout:g} s; "
                                  "it writes this turn's files when it can")
+            try:
+                self._closing.remove(writer)
+            except ValueError:  # taken into the batch of a close still writing: that close finishes it
+                return
             self._late.append(writer)
             self._idle = False
             self._kick.set()
             return
         try:
-            self._drain(writer)
-            self._end_batch([writer], [writer])
+            if writer.committed:
+                return  # a close that held the lock before this one wrote this turn with its own
+            group = []
+            while self._closing:  # popleft, never a swap: a close arriving meanwhile waits for the next
+                group.append(self._closing.popleft())
+            for member in group:
+                self._drain(member)
+            self._end_batch(group, group)
+            for member in group:
+                member.committed = True
         finally:
             self._work.release()
 

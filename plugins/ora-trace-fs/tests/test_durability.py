@@ -97,6 +97,50 @@ def test_turn_durability_commits_before_the_turn_returns(tmp_path):
     assert not result.tracing_degraded and complete(Path(result.trace_path))
 
 
+def test_turn_durability_closes_waiting_together_share_one_batch_and_each_returns_complete(tmp_path, monkeypatch):
+    import asyncio
+    import threading
+
+    from ora_core.testing import run_turn_async
+
+    rt = _runtime(tmp_path / "traces", "turn")
+    trace_sink = rt.host.get("trace_sink", "trace-fs")
+    batches: list[list[str]] = []
+    end_batch = trace_sink._end_batch
+
+    def recording(writers, closing):
+        if closing:
+            batches.append([w.info.turn_id for w in closing])
+        return end_batch(writers, closing)
+
+    monkeypatch.setattr(trace_sink, "_end_batch", recording)
+    returned: dict[str, bool] = {}
+
+    async def one() -> object:
+        result = await run_turn_async(rt, PROMPT)
+        returned[result.turn_id] = complete(Path(result.trace_path))  # on disk when the turn returned
+        return result
+
+    async def three() -> list[object]:
+        return list(await asyncio.gather(one(), one(), one()))
+
+    trace_sink._work.acquire()  # the writer is busy: the three closes queue behind it
+    released = threading.Event()
+
+    def release_when_all_wait() -> None:
+        deadline = time.monotonic() + 30
+        while len(trace_sink._closing) < 3 and time.monotonic() < deadline:
+            time.sleep(0.005)
+        trace_sink._work.release()
+        released.set()
+
+    threading.Thread(target=release_when_all_wait, daemon=True).start()
+    results = asyncio.run(three())
+    assert released.is_set()
+    assert all(not r.tracing_degraded for r in results) and all(returned.values()) and len(returned) == 3
+    assert sorted(map(sorted, batches)) == [sorted(r.turn_id for r in results)]  # one batch for the three
+
+
 def test_async_durability_returns_first_and_the_group_commit_completes_the_trace(tmp_path, monkeypatch):
     monkeypatch.setattr(sink, "GROUP_COMMIT_S", 30.0)  # the group waits for flush(), not for time
     monkeypatch.setattr(sink, "QUIET_S", 30.0)
