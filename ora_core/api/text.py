@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ora_core.kits.lazy import LazyPattern, lazy_compile
 from ora_core.kits.phrases import PhraseMatch, PhraseMatcher, build_pattern, normalize_phrase
-from ora_core.kits.prefilter import required_literals
+from ora_core.kits.prefilter import required_literal_sets, required_literals
 
 __all__ = [
     "LazyPattern",
@@ -15,5 +15,6 @@ __all__ = [
     "build_pattern",
     "lazy_compile",
     "normalize_phrase",
+    "required_literal_sets",
     "required_literals",
 ]
