@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import importlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ora_core.engine.calibration.models import CalibrationReport, CompareReport
 
@@ -38,18 +39,26 @@ class Written:
     problems: dict[str, str] = field(default_factory=dict)  # format -> why it was not written
 
 
+def _renderer_modules() -> Iterator[tuple[str, str, Any, str | None]]:
+    """``(format, module name, module or None, why not)`` for each renderer module: a module that is
+    not installed is named; one that fails on import raises (its own bug, not a missing part)."""
+    for fmt, module_name in RENDERER_MODULES.items():
+        try:
+            yield fmt, module_name, importlib.import_module(module_name), None
+        except ModuleNotFoundError as exc:
+            if exc.name != module_name:
+                raise
+            yield fmt, module_name, None, f"no {fmt.upper()} renderer is installed yet ({module_name})"
+
+
 def renderers() -> tuple[dict[str, tuple[str, Render]], dict[str, str]]:
     """The renderers available now (built in, then the renderer modules found) and, for each module
     format that is not available, why."""
     found = dict(RENDERERS)
     missing: dict[str, str] = {}
-    for fmt, module_name in RENDERER_MODULES.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            missing[fmt] = f"no {fmt.upper()} renderer is installed yet ({module_name})"
+    for fmt, _name, module, why in _renderer_modules():
+        if module is None:
+            missing[fmt] = str(why)
             continue
         found[fmt] = (getattr(module, "SUFFIX", f".{fmt}"), module.render)
     return found, missing
@@ -78,13 +87,9 @@ def write_compare(sheet: CompareReport, out_dir: Path, stem: str) -> Written:
     written = Written()
     write_atomic(out_dir / f"{stem}.json", render_json(sheet))
     written.files["json"] = out_dir / f"{stem}.json"
-    for fmt, module_name in RENDERER_MODULES.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name != module_name:
-                raise
-            written.problems[fmt] = f"no {fmt.upper()} renderer is installed yet ({module_name})"
+    for fmt, module_name, module, why in _renderer_modules():
+        if module is None:
+            written.problems[fmt] = str(why)
             continue
         render = getattr(module, "render_compare", None)
         if render is None:
