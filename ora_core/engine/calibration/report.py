@@ -70,15 +70,20 @@ def write_reports(report: CalibrationReport, out_dir: Path, stem: str | None = N
     available, missing = renderers()
     written = Written(problems=dict(missing))
     for fmt, (suffix, render) in available.items():
-        try:
-            text = render(report)
-        except Exception as exc:  # noqa: BLE001 - one renderer's failure is named; the others still write
-            written.problems[fmt] = f"the {fmt} renderer failed: {type(exc).__name__}: {exc}"
-            continue
-        path = out_dir / f"{stem}{suffix}"
-        write_atomic(path, text)
-        written.files[fmt] = path
+        _write_rendered(written, fmt, out_dir / f"{stem}{suffix}", render, report)
     return written
+
+
+def _write_rendered(written: Written, fmt: str, path: Path, render: Callable[[Any], str], subject: Any) -> None:
+    """``render(subject)`` written atomically to ``path``; a renderer that fails is named in
+    ``written.problems`` and the other formats still write."""
+    try:
+        text = render(subject)
+    except Exception as exc:  # noqa: BLE001 - named in written.problems, which the CLI prints
+        written.problems[fmt] = f"the {fmt} renderer failed: {type(exc).__name__}: {exc}"
+        return
+    write_atomic(path, text)
+    written.files[fmt] = path
 
 
 def write_compare(sheet: CompareReport, out_dir: Path, stem: str) -> Written:
@@ -95,14 +100,7 @@ def write_compare(sheet: CompareReport, out_dir: Path, stem: str) -> Written:
         if render is None:
             written.problems[fmt] = f"the {fmt} renderer ({module_name}) has no render_compare"
             continue
-        try:
-            text = render(sheet)
-        except Exception as exc:  # noqa: BLE001 - named; the JSON sheet is already written
-            written.problems[fmt] = f"the {fmt} renderer failed: {type(exc).__name__}: {exc}"
-            continue
-        path = out_dir / f"{stem}{getattr(module, 'COMPARE_SUFFIX', f'.{fmt}')}"
-        write_atomic(path, text)
-        written.files[fmt] = path
+        _write_rendered(written, fmt, out_dir / f"{stem}{getattr(module, 'COMPARE_SUFFIX', f'.{fmt}')}", render, sheet)
     return written
 
 
