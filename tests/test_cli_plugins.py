@@ -108,8 +108,9 @@ from ora_core import cli
 loaded_at_import = sorted(m for m in sys.modules if m.split('.')[0] in {plugin_modules!r})
 try:
     cli.main({argv!r})
-except SystemExit:
-    pass
+except SystemExit as done:  # typer ends every command this way: a success goes on to the report
+    if done.code not in (0, None):
+        raise
 heavy = sorted(m for m in sys.modules if m.split('.')[0] in {heavy!r})
 print(json.dumps({{"heavy": heavy, "loaded_at_import": loaded_at_import}}), file=sys.stderr)
 """
@@ -133,8 +134,9 @@ import json, sys
 from ora_core import cli
 try:
     cli.main(["--help"])
-except SystemExit:
-    pass
+except SystemExit as done:  # typer ends every command this way: a success goes on to the report
+    if done.code not in (0, None):
+        raise
 print(json.dumps(sorted(sys.modules)), file=sys.stderr)
 """
 
@@ -162,8 +164,9 @@ import json, sys
 from ora_core import cli
 try:
     cli.main(["plugins", "list", "--json"])
-except SystemExit:
-    pass
+except SystemExit as done:  # typer ends every command this way: a success goes on to the report
+    if done.code not in (0, None):
+        raise
 from pydantic.plugin import _loader
 print(json.dumps({"scanned": _loader._plugins is not None}), file=sys.stderr)
 """
