@@ -63,6 +63,19 @@ def test_two_stable_runs_a_real_reduction_and_an_approved_memo_pass_every_gate_e
     assert sheet.runtime["pipelineRuntimeS"]["increase"] == 0.1
 
 
+def test_a_damaged_run_report_beside_the_runs_is_named_in_the_stability_gate_and_another_sheet_is_not(runs):
+    a = runs("a-1", [20, 20, 20, 20])
+    b = runs("b-1", [0, 0, 4, 2])
+    second = runs("b-2", [0, 2, 2, 0])
+    second.write_text(second.read_text()[:200])  # cut short, as a killed copy would leave it
+    (b.parent / "a-vs-b.json").write_text('{"schema": "ora-calibration-compare/1", "a": {}}')
+    sheet = compare(a, b, approved_by="Captain", seed=7, resamples=200)
+    stability = next(g for g in sheet.gates if g.name == "stability")
+    named = [c for c in stability.checks if c.name == "unreadable run report"]
+    assert len(named) == 1 and str(second) in named[0].detail and not named[0].passed
+    assert not stability.passed and len(sheet.stability_runs) == 1
+
+
 def test_without_the_memo_or_with_one_candidate_run_a_gate_fails_exit_1(runs):
     a = runs("a-1", [20, 20, 20, 20])
     b = runs("b-1", [0, 0, 0, 0])

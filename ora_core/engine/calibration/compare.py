@@ -35,6 +35,7 @@ from typing import Any
 from ora_core.engine.calibration.gates import check, gate
 from ora_core.engine.calibration.metrics import mean
 from ora_core.engine.calibration.models import (
+    REPORT_SCHEMA,
     BootstrapCI,
     CalibrationReport,
     CompareReport,
@@ -206,9 +207,24 @@ def qualifies_for_stability(report: CalibrationReport, th: Thresholds) -> list[s
     return problems
 
 
-def candidate_runs(b: CalibrationReport, b_path: Path, runs_dir: Path | None) -> list[tuple[Path, CalibrationReport]]:
-    """B and every report beside it (or in ``runs_dir``) of the same profile, configuration and fixture."""
+def _unreadable_run(path: Path, exc: Exception) -> str | None:
+    """Why ``path``, which did not load as a run report, is one that cannot be read; None when it is
+    another kind of file (a compare sheet, any JSON with another schema): not a candidate at all."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as read_error:
+        return f"{path}: cannot be read as JSON ({type(read_error).__name__}: {read_error})"
+    if isinstance(data, dict) and data.get("schema") == REPORT_SCHEMA:
+        return f"{path}: a run report that does not load ({type(exc).__name__}: {str(exc)[:300]})"
+    return None
+
+
+def candidate_runs(b: CalibrationReport, b_path: Path, runs_dir: Path | None
+                   ) -> tuple[list[tuple[Path, CalibrationReport]], list[str]]:
+    """B and every report beside it (or in ``runs_dir``) of the same profile, configuration and
+    fixture; and the JSON files there that look like run reports but cannot be read, each with why."""
     found: dict[str, tuple[Path, CalibrationReport]] = {b.run_id: (b_path, b)}
+    unreadable: list[str] = []
     dirs = {b_path.resolve().parent} | ({runs_dir.expanduser().resolve()} if runs_dir is not None else set())
     for directory in sorted(dirs):
         for path in sorted(directory.glob("*.json")):
@@ -216,23 +232,29 @@ def candidate_runs(b: CalibrationReport, b_path: Path, runs_dir: Path | None) ->
                 continue
             try:
                 other = load_report(path)
-            except (OSError, ValueError):
-                continue  # not a run report (a compare sheet, another file): not a candidate
+            except (OSError, ValueError) as exc:
+                why = _unreadable_run(path, exc)
+                if why is not None:
+                    unreadable.append(why)
+                continue
             if (other.profile.name, other.config.run_hash, other.fixture.get("hash")) == (
                     b.profile.name, b.config.run_hash, b.fixture.get("hash")):
                 found.setdefault(other.run_id, (path, other))
-    return list(found.values())
+    return list(found.values()), unreadable
 
 
 def stability_gate(b: CalibrationReport, b_path: Path, runs_dir: Path | None, th: Thresholds
                    ) -> tuple[GateResult, list[str]]:
     checks = []
     stable = []
-    for path, run in candidate_runs(b, b_path, runs_dir):
+    runs, unreadable = candidate_runs(b, b_path, runs_dir)
+    for path, run in runs:
         problems = qualifies_for_stability(run, th)
         checks.append(check(f"run {run.run_id}", not problems, "==", True, "; ".join(problems) or str(path)))
         if not problems:
             stable.append(str(path))
+    # named, never counted: a damaged report beside the runs is not silently one run fewer
+    checks += [check("unreadable run report", False, "==", True, why) for why in unreadable]
     what = f"complete, stable runs of profile {b.profile.name!r} ({b.config.run_hash}) on this fixture"
     checks.insert(0, check("completeStableRuns", len(stable), ">=", th.stability_runs, what))
     result = gate("stability", checks)
