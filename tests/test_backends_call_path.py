@@ -16,7 +16,7 @@ import ora_scripted
 import pytest
 
 from ora_core import hookimpl
-from ora_core.engine.backends import BackendPool, _shallow_copy, _success_record, call_role
+from ora_core.engine.backends import BackendPool, _shallow_copy, _success_record, call_role, params_record
 from ora_core.engine.prompts import build_messages
 from ora_core.kernel.models import Completion, CompletionParams, ModelCallRecord
 from ora_core.kernel.trace import TurnContext
@@ -29,6 +29,14 @@ def _validated_twin(record: ModelCallRecord) -> ModelCallRecord:
     return ModelCallRecord(**{name: getattr(record, name) for name in ModelCallRecord.model_fields})
 
 
+def _dumped(record: ModelCallRecord) -> dict[str, Any]:
+    """What a ``model_call`` event carries: the record as ``model_dump(mode="json")`` gives it, the
+    fields it leaves out of the ledger (the call verbatim) included, the step (the event's own) not."""
+    return {**record.model_dump(mode="json", exclude={"step"}),
+            "messages": [m.model_dump(mode="json") for m in record.messages], "params": record.params,
+            "output": record.output}
+
+
 @pytest.mark.parametrize("completion", [
     Completion(text="a", provider="scripted", model="m"),
     Completion(text="a", provider="scripted", model="other", family="f", prompt_tokens=7, completion_tokens=3,
@@ -38,7 +46,8 @@ def _validated_twin(record: ModelCallRecord) -> ModelCallRecord:
 def test_the_success_record_equals_the_validated_record(completion: Completion, flags: list[str]) -> None:
     resolved = make_config({"backends": {"local": {"type": "scripted", "model": "m"}}}, base_default=False)
     planned = resolved.config.backends["local"]
-    record = _success_record("analyst", "gear2.analyst", planned, list(flags), 0.5, completion)
+    record = _success_record("analyst", "gear2.analyst", "local", planned, "local", planned, list(flags), 0.5,
+                             completion, "first attempt", list(MESSAGES), params_record(CompletionParams(model="m")))
     twin = _validated_twin(record)
     assert record == twin and record.model_dump() == twin.model_dump()
     assert record.model_dump_json() == twin.model_dump_json()
@@ -51,11 +60,14 @@ def test_a_completion_bent_after_validation_takes_the_validating_path() -> None:
     resolved = make_config({"backends": {"local": {"type": "scripted", "model": "m"}}}, base_default=False)
     bent = Completion(text="a", provider="openai", model="m")
     bent.attempts = "2"  # type: ignore[assignment]  # no validate_assignment: a careless plugin can
-    record = _success_record("analyst", "k", resolved.config.backends["local"], [], 0.5, bent)
+    local = resolved.config.backends["local"]
+    record = _success_record("analyst", "k", "local", local, "local", local, [], 0.5, bent, "first attempt",
+                             list(MESSAGES), {})
     assert record.attempts == 2 and type(record.attempts) is int, "validated, so coerced as before"
     bent.prompt_tokens = "many"  # type: ignore[assignment]
     with pytest.raises(ValueError, match="prompt_tokens"):
-        _success_record("analyst", "k", resolved.config.backends["local"], [], 0.5, bent)
+        _success_record("analyst", "k", "local", local, "local", local, [], 0.5, bent, "first attempt",
+                        list(MESSAGES), {})
 
 
 def test_the_shallow_params_copy_equals_model_copy_and_is_its_own_object() -> None:
@@ -113,9 +125,12 @@ def test_call_role_records_and_emits_what_validation_and_model_dump_give(backend
     assert (record.effective_model, record.prompt_tokens) == (backend["model"], completion.prompt_tokens)
     assert type(record.completion_tokens) is int
     [event] = [e for e in sink.events if e.kind == "model_call"]
-    assert event.step == "step-x"
-    assert event.data == {**record.model_dump(mode="json"), "mismatch": record.mismatch}
-    assert list(event.data) == [*ModelCallRecord.model_fields, "mismatch"], "the fields in their order"
+    assert event.step == record.step == "step-x" and (record.call, record.step_call) == (1, 1)
+    assert event.data == {**_dumped(record), "mismatch": record.mismatch}
+    assert list(event.data) == [*(f for f in ModelCallRecord.model_fields if f != "step"), "mismatch"], \
+        "the fields in their order (the step is the event's own)"
+    assert record.messages == list(MESSAGES) and record.output == completion.text
+    assert record.params == CompletionParams(**record.params).model_dump(mode="json")
     event.data["fallback_flags"].append("changed")
     assert record.fallback_flags == [], "the event holds copies, not the record's own list"
 
@@ -128,6 +143,6 @@ def test_record_call_of_a_failed_call_emits_the_dumped_error() -> None:
                              error={"kind": "timeout", "message": "late"}, attempts=2)
     turn.record_call(record, step="s")
     [event] = [e for e in turn_sink.events if e.kind == "model_call"]
-    assert event.data == {**record.model_dump(mode="json"), "mismatch": False}
+    assert event.data == {**_dumped(record), "mismatch": False}
     event.data["error"]["kind"] = "changed"
     assert record.error == {"kind": "timeout", "message": "late"}

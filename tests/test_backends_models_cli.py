@@ -147,3 +147,30 @@ def test_models_list_with_the_installed_plugins_imports_nothing_heavy() -> None:
     assert proc.stdout.strip().splitlines()[-1] == "HEAVY []"
     rows = json.loads(proc.stdout[:proc.stdout.rindex("HEAVY")])["backends"]
     assert any(r["type"] == "local-llm" and r["distribution"] == "ora-local-llm" for r in rows)
+
+
+def test_each_backend_says_whether_it_can_hold_a_reply_to_a_json_schema(invoke) -> None:
+    config = CONFIG + """
+[backends.served]
+type = "openai"
+model = "m"
+base_url = "http://127.0.0.1:9/v1"
+
+[backends.served-text]
+type = "openai"
+model = "m"
+base_url = "http://127.0.0.1:9/v1"
+options = { response_format = "off" }
+
+[backends.elsewhere]
+type = "vllm-native"
+model = "m"
+"""
+    result = invoke(config, "--json")
+    assert result.exit_code == 0, result.output
+    rows = {r["backend"]: r for r in json.loads(result.output)["backends"]}
+    assert rows["served"]["structured_output"] is True and rows["served-text"]["structured_output"] is False
+    assert rows["spare"]["structured_output"] is False, "a backend without the attribute cannot"
+    assert rows["elsewhere"]["structured_output"] is None and "structured_output_error" not in rows["elsewhere"]
+    table = invoke(config)
+    assert "structured" in table.output and "yes" in table.output and "unknown" in table.output

@@ -48,8 +48,8 @@ _KERNEL_MODELS = (
 _ERRORS = (
     "OraError", "ConfigError", "UsageError", "PluginError", "RegistrationError", "ModeError", "BackendError",
     "BackendTimeout", "BackendRateLimited", "BackendAuthError", "BackendSessionExpired",
-    "BackendUnavailable", "BackendBadResponse", "RetrievalError", "RetrievalTimeout", "VerifierError",
-    "VerifierTimeout",
+    "BackendUnavailable", "BackendBadResponse", "BackendContextExceeded", "RetrievalError", "RetrievalTimeout",
+    "VerifierError", "VerifierTimeout",
 )
 _COMPONENTS = ("Detector", "ModelBackend", "BackendFactory", "Retriever", "Verifier", "TraceSink",
                "FaultInjector", "Embedder")
@@ -86,6 +86,7 @@ _EXPORTS: dict[str, str] = {
     "lazy_compile": "ora_core.kits.lazy",
     "LazyPattern": "ora_core.kits.lazy",
     "Ora": "ora_core.engine.app",
+    "ReplayResult": "ora_core.engine.replay",
     "TurnEvent": "ora_core.engine.events",
     "StepStarted": "ora_core.engine.events",
     "StepFinished": "ora_core.engine.events",
@@ -122,6 +123,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors only
         TurnFinished,
         VerdictReached,
     )
+    from ora_core.engine.replay import ReplayResult
     from ora_core.kernel.commands import CommandContext
     from ora_core.kernel.components import (
         BackendFactory,
@@ -138,6 +140,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors only
     from ora_core.kernel.errors import (
         BackendAuthError,
         BackendBadResponse,
+        BackendContextExceeded,
         BackendError,
         BackendRateLimited,
         BackendSessionExpired,

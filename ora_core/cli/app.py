@@ -102,6 +102,23 @@ def build_app() -> typer.Typer:
         echo(render_config(resolved, "json" if as_json else "toml"))
         print_options_problems(warnings)
 
+    @config_app.command("check")
+    def config_check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+        """The lineage of every verification edge the configuration plans, before any turn runs: who
+        judges whose output, whether they share a lineage, and what [verification] same_lineage does
+        with it. Exit 1 when an edge would be refused (same_lineage = "refuse" and no backend of
+        another lineage)."""
+        from ora_core.engine.gears.edges import planned_edges
+
+        resolved = get_config()
+        edges = planned_edges(resolved.config, get_host())
+        if as_json:
+            echo(json.dumps([e.model_dump(mode="json") for e in edges], indent=2))
+        else:
+            _print_edges(edges, resolved.config.verification.same_lineage)
+        if any(e.outcome.startswith(("refused", "BROKEN")) for e in edges):
+            raise typer.Exit(EXIT_ERROR)
+
     modes_commands.register(app)
     models_commands.register(app)
     from ora_core.cli import bench, probe  # light modules: the work is imported inside the commands
@@ -111,6 +128,17 @@ def build_app() -> typer.Typer:
     from ora_core.cli import calibrate  # light: the work is imported inside its commands
     calibrate.register(app)
     return app
+
+
+def _print_edges(edges: list[Any], policy: str) -> None:
+    """One block per edge: gear, edge, author -> judge, relation and why, what the policy does."""
+    echo(f"verification edges (same_lineage = {policy!r}):")
+    for e in edges:
+        judge = e.judge.label() if e.judge is not None else e.judge_kind
+        flag = "!" if e.relation in ("same", "unknown") else " "
+        echo(f"{flag} gear {e.gear:<3} {e.edge}")
+        echo(f"    {e.author_role}: {e.author.label()}  ->  {e.judge_role}: {judge}")
+        echo(f"    lineage: {e.relation} ({e.reason}); {e.outcome}")
 
 
 def _print_plugin_table(rows: list[dict[str, Any]]) -> None:

@@ -15,9 +15,23 @@ import typer
 from ora_core.kernel.errors import OraError
 
 
+def structured_output(host: Any, settings: Any) -> tuple[bool | None, str]:
+    """Whether a backend of ``settings`` constrains a reply to a JSON schema (its ``structured_output``
+    attribute; a backend without one cannot), built here without calling it; ``(None, why)`` when it
+    cannot be built (no plugin for its type, invalid options, a factory that raises)."""
+    try:
+        backend = host.get("backend", settings.type).create(settings)
+    except OraError as exc:
+        return None, str(exc)
+    except Exception as exc:  # noqa: BLE001 - a plugin's factory that breaks its contract: named in the row
+        return None, f"creating the backend raised {type(exc).__name__}: {exc}"
+    return getattr(backend, "structured_output", False) is True, ""
+
+
 def backend_rows(config: Any, host: Any) -> list[dict[str, Any]]:
-    """One row per configured backend: type, model, family, roles, fallbacks and the plugin
-    (distribution and version) that registers its type."""
+    """One row per configured backend: type, model, family, roles, fallbacks, the plugin
+    (distribution and version) that registers its type, and whether it can constrain a reply to a
+    JSON schema (``structured_output``: true, false, or null with ``structured_output_error``)."""
     from ora_core.kernel.config import ROLE_NAMES
     from ora_core.kernel.redaction import mask_url
 
@@ -32,6 +46,7 @@ def backend_rows(config: Any, host: Any) -> list[dict[str, Any]]:
     for name, settings in config.backends.items():
         component = host.registry["backend"].get(settings.type)
         record = host.records.get(component.plugin) if component is not None else None
+        structured, why_unknown = structured_output(host, settings) if component is not None else (None, "")
         rows.append({
             "backend": name,
             "type": settings.type,
@@ -46,6 +61,8 @@ def backend_rows(config: Any, host: Any) -> list[dict[str, Any]]:
             "distribution": record.distribution if record is not None else None,
             "version": record.version if record is not None else None,
             "type_registered": component is not None,
+            "structured_output": structured,
+            **({"structured_output_error": why_unknown} if why_unknown else {}),
         })
     return rows
 
@@ -137,12 +154,20 @@ def _check_cell(check: dict[str, Any]) -> str:
     return f"UNREACHABLE: {error.get('kind')}: {error.get('message')}"
 
 
+def _structured_cell(row: dict[str, Any]) -> str:
+    """``yes`` (replies can be held to a JSON schema), ``no`` (text only), or why it is unknown."""
+    if row["structured_output"] is None:
+        return "unknown" + (f" ({row['structured_output_error']})" if row.get("structured_output_error") else "")
+    return "yes" if row["structured_output"] else "no"
+
+
 def _print_table(rows: list[dict[str, Any]], check: bool) -> None:
     from rich.console import Console
     from rich.table import Table
 
     table = Table(title="Ora model backends", show_lines=True)
-    columns = ["backend", "type", "model", "family", "roles", "fallbacks", "plugin"] + (["check"] if check else [])
+    columns = ["backend", "type", "model", "family", "roles", "fallbacks", "structured", "plugin"] + (
+        ["check"] if check else [])
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
@@ -150,7 +175,7 @@ def _print_table(rows: list[dict[str, Any]], check: bool) -> None:
                   else "NOT INSTALLED: no plugin registers this type")
         cells = [row["backend"], row["type"], row["model"] or "-", row["family"] or "-",
                  ", ".join(row["roles"]) or "-",
-                 ", ".join(row["fallbacks"]) or "-", plugin]
+                 ", ".join(row["fallbacks"]) or "-", _structured_cell(row), plugin]
         if check:
             cells.append(_check_cell(row["check"]))
         table.add_row(*cells)

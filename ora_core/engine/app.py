@@ -133,6 +133,21 @@ class Ora:
         """The backend pool this instance's turns call (to share with another ``Ora(pool=...)``)."""
         return self.runtime.pool
 
+    async def areplay_call(self, record: Any, *, backend: str | None = None) -> Any:
+        """Re-send one recorded model call (a step file's ``calls`` entry, or a ``ModelCallRecord``)
+        to ``backend``, by default the backend the configuration names for the call's role: a
+        ``ReplayResult`` with the recorded output beside the new one (``ora trace replay``). A
+        backend failure is the result's ``error``; a record without messages or a backend that is not
+        configured is a ``UsageError``. The result carries no secret of the configuration."""
+        from ora_core.engine.replay import replay_call
+
+        result = await replay_call(self.runtime.pool, record, backend)
+        return self.runtime.redactor.model(result) if self.runtime.redactor.active else result
+
+    def replay_call(self, record: Any, *, backend: str | None = None) -> Any:
+        """``areplay_call`` on a new event loop (from synchronous code)."""
+        return asyncio.run(self.areplay_call(record, backend=backend))
+
     async def arun(self, prompt: str, *, mode: str | None = None, best_guess: bool | None = None,
                    inject: str | None = None, conversation_id: str | None = None,
                    on_event: Callable[[Any], None] | None = None,

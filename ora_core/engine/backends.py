@@ -27,6 +27,8 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import IO, Any
 
+from pydantic import BaseModel
+
 from ora_core.engine.prompts import carries_directive
 from ora_core.kernel.config import BackendConfig, OraConfig
 from ora_core.kernel.errors import (
@@ -57,23 +59,56 @@ def _built_record(fields: dict[str, Any]) -> ModelCallRecord:
     return assembled(ModelCallRecord, fields)
 
 
-def _success_record(role: str, prompt_key: str, planned: BackendConfig, flags: list[str], latency_s: float,
-                    completion: Completion) -> ModelCallRecord:
-    """The ledger entry of a call that answered. Built without a validation pass when every part
-    already has its field's type (a validated ``Completion``, the validated configuration);
-    anything unusual (a plugin that bent its ``Completion`` after validation) takes the
-    validating path and fails there by name, as it always did."""
+def _success_record(role: str, prompt_key: str, planned_name: str, planned: BackendConfig, name: str,
+                    settings: BackendConfig, flags: list[str], latency_s: float, completion: Completion, why: str,
+                    messages: list[Message], params: dict[str, Any]) -> ModelCallRecord:
+    """The record of a call that answered: the ledger entry and the call verbatim. Built without a
+    validation pass when every part already has its field's type (a validated ``Completion``, the
+    validated configuration); anything unusual (a plugin that bent its ``Completion`` after
+    validation) takes the validating path and fails there by name, as it always did."""
     c = completion
     fields = {"role": role, "prompt_key": prompt_key, "planned_provider": planned.type,
               "planned_model": planned.model, "effective_provider": c.provider, "effective_model": c.model,
               "fallback_flags": flags, "prompt_tokens": c.prompt_tokens, "completion_tokens": c.completion_tokens,
-              "latency_s": latency_s, "error": None, "attempts": c.attempts, "cached": c.cached}
+              "latency_s": latency_s, "error": None, "attempts": c.attempts, "cached": c.cached,
+              "call": 0, "step": "", "step_call": 0, "planned_backend": planned_name, "backend": name,
+              "family": settings.family, "why": why, "finish_reason": c.finish_reason, "messages": messages,
+              "params": params, "output": c.text}
     if (type(role) is str and type(prompt_key) is str and type(c.provider) is str and type(c.model) is str
             and type(planned.type) is str and type(planned.model) is str and type(c.prompt_tokens) is int
             and type(c.completion_tokens) is int and type(latency_s) is float and type(c.attempts) is int
-            and c.attempts >= 1 and type(c.cached) is bool and all(type(f) is str for f in flags)):
+            and c.attempts >= 1 and type(c.cached) is bool and all(type(f) is str for f in flags)
+            and type(why) is str and type(c.finish_reason) is str and type(c.text) is str
+            and type(settings.family) is str and all(type(m) is Message for m in messages)):
         return _built_record(fields)
     return ModelCallRecord(**fields)
+
+
+def _failure_record(role: str, prompt_key: str, planned_name: str, planned: BackendConfig, name: str,
+                    settings: BackendConfig, flags: list[str], why: str, messages: list[Message],
+                    params: dict[str, Any], error: BackendError, latency_s: float = 0.0) -> ModelCallRecord:
+    """The record of a call that failed (or was never sent: the tokens-per-minute guard): the
+    error, and the partial output the backend had received when it failed, if any."""
+    partial = getattr(error, "partial_output", "") or None
+    return ModelCallRecord(role=role, prompt_key=prompt_key, planned_provider=planned.type,
+                           planned_model=planned.model, fallback_flags=flags, latency_s=latency_s,
+                           effective_provider=settings.type, effective_model=settings.model,
+                           error=error.describe(), attempts=max(1, int(getattr(error, "attempts", 1) or 1)),
+                           planned_backend=planned_name, backend=name, family=settings.family, why=why,
+                           finish_reason="error", messages=messages, params=params,
+                           output=partial if isinstance(partial, str) else None)
+
+
+def params_record(params: CompletionParams) -> dict[str, Any]:
+    """``params`` as the call record keeps them (JSON-native): what ``model_dump(mode="json")``
+    gives, built from the fields without a serialisation pass."""
+    data = dict(params.__dict__)
+    data["stop"] = list(data["stop"])
+    data["extra"] = dict(data["extra"])
+    for key, value in data.items():
+        if isinstance(value, BaseModel):
+            data[key] = value.model_dump(mode="json")
+    return data
 
 
 def _shallow_copy(model: Any) -> Any:
@@ -251,7 +286,7 @@ class BackendPool:
 
     def acquire(self, name: str) -> Any:
         """The backend for ``name``, counted as busy until ``release``: ``lease`` without its
-        context manager, for the per-call path (``_complete``)."""
+        context manager, for the per-call path (``complete_once``)."""
         backend = self.get(name)
         key = id(backend)
         self._inflight[key] = self._inflight.get(key, 0) + 1
@@ -322,7 +357,7 @@ def _plugin_fault(name: str, settings: BackendConfig, exc: BaseException) -> Bac
                         model=settings.model, detail=stack)
 
 
-async def _complete(pool: BackendPool, name: str, settings: BackendConfig, messages: list[Message],
+async def complete_once(pool: BackendPool, name: str, settings: BackendConfig, messages: list[Message],
                     params: CompletionParams) -> Completion:
     """One call to one backend; every way it can go wrong comes out as a ``BackendError``."""
     deadline = pool.deadline_s(name)
@@ -354,12 +389,15 @@ async def _complete(pool: BackendPool, name: str, settings: BackendConfig, messa
 
 
 async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[Message], *,
-                    prompt_key: str, step: str = "", max_tokens_cap: int | None = None,
+                    prompt_key: str, step: str = "", max_tokens_cap: int | None = None, why: str = "",
                     **param_overrides: Any) -> Completion:
     """Call the backend planned for ``role``, falling back along its chain; record every call.
 
     ``max_tokens_cap`` lowers (never raises) each backend's configured ``max_tokens`` for this
     call: a step whose reply has a known size (Phase A echoes the prompt) need not pay for more.
+    ``why`` says why the call is made (``ModelCallRecord.why``; default: the prompt key). Every
+    backend tried is recorded (``turn.record_call``) with the messages sent, the parameters, the
+    raw output (or the partial output of a failure) and the backend that ran it.
     """
     if not carries_directive(messages):
         raise ValueError(
@@ -368,6 +406,8 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
     planned_name, planned = pool.planned(role)
     chain = pool.chain(planned_name)
     where = step or role
+    why = why or prompt_key
+    sent = list(messages)
     redactor = getattr(turn, "redactor", None)
     flags: list[str] = []
     last_error: BackendError | None = None
@@ -393,24 +433,20 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
                 f"tokens-per-minute budget of backend {name!r} exhausted and no fallback is left",
                 provider=settings.type, model=settings.model, detail=detail,
                 retry_after=pool.budget.seconds_until_free(name, estimate, limit))
-            record = ModelCallRecord(role=role, prompt_key=prompt_key, planned_provider=planned.type,
-                                     planned_model=planned.model, fallback_flags=[*flags, f"tpm:{name}->none"],
-                                     effective_provider=settings.type, effective_model=settings.model,
-                                     error=last_error.describe())
-            turn.record_call(record, step=step)
+            turn.record_call(_failure_record(role, prompt_key, planned_name, planned, name, settings,
+                                             [*flags, f"tpm:{name}->none"], f"{why} (not sent: over its "
+                                             "tokens-per-minute budget)", sent, params_record(params),
+                                             last_error), step=step)
             break
         start = time.perf_counter()
         try:
-            completion = await _complete(pool, name, settings, list(messages), params)
+            completion = await complete_once(pool, name, settings, sent, params)
         except BackendError as exc:
             if redactor is not None:
                 exc.redact(redactor)
-            record = ModelCallRecord(role=role, prompt_key=prompt_key, planned_provider=planned.type,
-                                     planned_model=planned.model, fallback_flags=list(flags),
-                                     latency_s=time.perf_counter() - start, effective_provider=settings.type,
-                                     effective_model=settings.model, error=exc.describe(),
-                                     attempts=max(1, int(getattr(exc, "attempts", 1) or 1)))
-            turn.record_call(record, step=step)
+            turn.record_call(_failure_record(role, prompt_key, planned_name, planned, name, settings, list(flags),
+                                             why, sent, params_record(params), exc, time.perf_counter() - start),
+                             step=step)
             last_error = exc
             if following is not None:
                 flags.append(f"fallback:{name}->{following}:{exc.kind}")
@@ -419,8 +455,9 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
                                  severity="degraded", role=role, backend=name)
             continue
         pool.budget.settle(reservation, completion.prompt_tokens + completion.completion_tokens)
-        record = _success_record(role, prompt_key, planned, list(flags),
-                                 completion.latency_s or (time.perf_counter() - start), completion)
+        record = _success_record(role, prompt_key, planned_name, planned, name, settings, list(flags),
+                                 completion.latency_s or (time.perf_counter() - start), completion, why, sent,
+                                 params_record(params))
         turn.record_call(record, step=step)
         if completion.warnings:
             _record_warnings(turn, where, role, name, completion)

@@ -37,13 +37,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ora_core.engine import faults, profiles, supplement
+from ora_core.engine import faults, lineage, profiles, supplement
 from ora_core.engine.backends import call_role
+from ora_core.engine.lineage import LineageCheck, ModelIdentity
 from ora_core.engine.prompts import DIRECTIVE_MARKER, build_turn_messages
 from ora_core.kernel.errors import BackendError
 from ora_core.kernel.models import FaultPoint, ModelReply, ModelRequest, Signal, StepMaterial, assembled
@@ -132,6 +133,7 @@ class JudgeResult(BaseModel):
     unsupported: list[str] = Field(default_factory=list)
     anchors: list[str] = Field(default_factory=list)
     detail: str = ""
+    lineage: dict[str, Any] | None = None  # the model judge's edge (``lineage.LineageCheck``)
 
 
 class Attempt(BaseModel):
@@ -150,6 +152,9 @@ class Attempt(BaseModel):
     failure_reason: str | None = None
     retry_context: RetryContext | None = None
     text: str = ""
+    #: The turn's numbers (``ModelCallRecord.call``) of the calls whose output a regeneration threw
+    #: away; their messages and raw outputs are in the step's ``calls``.
+    discarded_calls: list[int] = Field(default_factory=list)
 
 
 class StepOutcome(BaseModel):
@@ -172,6 +177,10 @@ class StepOutcome(BaseModel):
     model: str = ""
     provider: str = ""
     error: dict[str, str] | None = None
+    #: The model whose output the step handed on (its last call that answered; ``lineage.author_of``).
+    author: ModelIdentity | None = None
+    #: A step that judges another model's output (``StepSpec.judges``): that edge's lineage.
+    lineage: LineageCheck | None = None
 
     @property
     def degraded(self) -> bool:
@@ -214,6 +223,21 @@ class StepSpec:
     #: Runs inside the step on an accepted output: ``postprocess(text, step) -> text`` (e.g. a
     #: reviser's accepted/rejected record moved from the text into the step output).
     postprocess: Callable[[str, Any], str] | None = None
+    #: The step judges another model's output (the cascade's cross-evaluation, the fact-check
+    #: reconciler): that output's author, checked against the models that ran here by the lineage
+    #: rule (``ora_core.engine.lineage``); ``edge`` names the edge, ``routed_to`` the backend the
+    #: caller re-routed the role to for it (``judged_context``).
+    judges: ModelIdentity | list[ModelIdentity] | None = None
+    edge: str = ""
+    routed_to: str = ""
+    #: A JSON schema for the reply (``CompletionParams.response_schema``), sent with each call of the
+    #: step. A backend that constrained its reply to it returns ``Completion.constrained``, and then
+    #: ``render_structured(text) -> text`` turns the reply into the step's canonical text before
+    #: anything reads it (detectors, the confidence line, the judge, supplements, ``postprocess``). A
+    #: backend without the capability ignores the schema and its text goes on as it came.
+    response_schema: dict[str, Any] | None = None
+    schema_name: str = "reply"
+    render_structured: Callable[[str], str] | None = None
 
     @property
     def given(self) -> str:
@@ -238,6 +262,7 @@ class _CallResult:
     calls: int
     sent: str
     completion: Any = None
+    call_numbers: list[int] = field(default_factory=list)  # the turn's numbers of the calls made
 
 
 # --- small pure helpers -------------------------------------------------------------------------
@@ -341,21 +366,28 @@ async def run_model_step(gc: Any, spec: StepSpec) -> StepOutcome:
         profile = profiles.profile_of(config, gc.backend_for(spec.role))  # the retry block's wording
         regenerated = False
         halted: dict[str, Any] | None = None
+        made = len(turn.calls)
         for number in range(1, max_attempts + 1):
             attempt = Attempt(attempt=number, retry_context=retry)
             outcome.attempts.append(attempt)
             package = spec.package + ("\n\n" + retry.block(max_attempts, profile) if retry else "")
+            why = "first attempt" if retry is None else f"retry {number - 1}: {retry.failure_reason}"
             try:
-                result = await call_with_supplements(gc, spec, state, package, number)
+                result = await call_with_supplements(gc, spec, state, package, number, why=why)
                 attempt.calls += result.calls
                 unhealthy = _unhealthy(result.signals)
                 if unhealthy and not regenerated:
                     regenerated = attempt.regenerated = True
                     attempt.unhealthy = [s.name for s in unhealthy]
+                    attempt.discarded_calls = list(result.call_numbers)
                     step.health.regenerations += 1
                     turn.emit("retry", step=spec.name, reason="unhealthy", regenerate=True,
-                              signals=[s.name for s in unhealthy], attempt=number)
-                    result = await call_with_supplements(gc, spec, state, package, number, regenerating=True)
+                              signals=[s.name for s in unhealthy], attempt=number,
+                              discarded_calls=list(result.call_numbers))
+                    result = await call_with_supplements(
+                        gc, spec, state, package, number, regenerating=True,
+                        why=f"regenerate: {', '.join(s.name for s in unhealthy)} (the output of call(s) "
+                            f"{', '.join(map(str, result.call_numbers))} was unhealthy and is discarded)")
                     attempt.calls += result.calls
                     unhealthy = _unhealthy(result.signals)
             except BackendError as exc:
@@ -410,6 +442,9 @@ async def run_model_step(gc: Any, spec: StepSpec) -> StepOutcome:
                              attempts=number)
         if not outcome.backend_failed:  # the last attempt's output, assessed once
             outcome.noncompliance = _compliance(gc, spec, step, state, outcome.text, result.signals)
+            outcome.author = lineage.author_of(turn, spec.name)
+        if spec.judges:
+            _judged_edge(gc, spec, step, outcome, made)
         if spec.supplements:
             supplement.note_step(turn, spec.name, state.records)
         if spec.postprocess is not None and halted is None and outcome.text.strip() and not outcome.backend_failed:
@@ -424,11 +459,60 @@ async def run_model_step(gc: Any, spec: StepSpec) -> StepOutcome:
                            confidence=outcome.confidence, band=outcome.band, judge_score=outcome.judge_score,
                            attempts=[a.model_dump(mode="json") for a in outcome.attempts],
                            supplements=[r.model_dump(mode="json") for r in state.records],
-                           noncompliance=outcome.noncompliance, model=outcome.model, error=outcome.error)
+                           noncompliance=outcome.noncompliance, model=outcome.model, error=outcome.error,
+                           author=outcome.author.model_dump(mode="json") if outcome.author else None)
         if halted is not None:
             step.output["diagnostic"] = halted
     if halted is not None:
         raise StepHalted(spec.name, halted)
+    return outcome
+
+
+def _judged_edge(gc: Any, spec: StepSpec, step: Any, outcome: StepOutcome, made: int) -> None:
+    """The lineage of a step that judges another model's output, by the models that ran in it."""
+    policy = lineage.policy_of(gc.runtime.config)
+    judged = lineage.check(spec.edge or f"{spec.role} ({spec.name})", spec.judges,
+                           lineage.ran_in(gc.turn, spec.name, made), policy, routed_to=spec.routed_to)
+    outcome.lineage = judged
+    step.output["lineage"] = judged.model_dump(mode="json")
+    lineage.record(gc.turn, spec.name, judged)
+    if judged.flagged and policy == "refuse" and not outcome.backend_failed:
+        outcome.status, outcome.degraded_reason = "degraded", "lineage-refused"
+
+
+def judged_context(gc: Any, role: str, author: ModelIdentity | list[ModelIdentity] | None, step: str,
+                   prefer: str | None = None) -> tuple[Any, str, str]:
+    """The gear context a step judging ``author``'s output runs in: ``(gc, routed_to, refused)``.
+    Under ``same_lineage = "refuse"`` (or with a ``prefer``red backend of another lineage) the
+    role is re-routed for this step only (``lineage.route``); ``refused`` says why no backend of
+    another lineage exists (the caller does not run the step then)."""
+    if not author:
+        return gc, "", ""
+    routed, refused = lineage.route(gc.runtime.config, gc.turn.host, gc.pool, role, author,
+                                    lineage.policy_of(gc.runtime.config), prefer)
+    if not routed:
+        return gc, "", refused
+    if routed != prefer:
+        gc.turn.contingency("lineage-rerouted", step, f"{role} re-routed from {gc.backend_for(role)} to {routed}: "
+                            f"its lineage is not different from {lineage.label(author)}'s", severity="info", role=role,
+                            chosen=routed)
+    return replace(gc, overrides={**gc.overrides, role: routed}, pool=None), routed, ""
+
+
+def refused_outcome(gc: Any, spec: StepSpec, refused: str) -> StepOutcome:
+    """A judging step ``refuse`` did not run (no backend of another lineage): degraded, named, in a
+    step of its own so the trace shows it."""
+    outcome = StepOutcome(step=spec.name, status="degraded", degraded_reason="lineage-refused")
+    with gc.turn.step(spec.name, role=spec.role, purpose=spec.purpose, kind="probabilistic", stream=spec.stream,
+                      prompt_key=spec.prompt_key, backend=gc.backend_for(spec.role)) as step:
+        step.health.kind = "probabilistic"
+        step.health.verdict = "BROKEN"
+        planned = lineage.planned_identity(gc.runtime.config, gc.backend_for(spec.role), spec.role)
+        judged = lineage.check(spec.edge or spec.name, spec.judges, [planned], "refuse")
+        judged = judged.model_copy(update={"reason": refused})
+        outcome.lineage = judged
+        step.output.update(status="degraded", degraded_reason="lineage-refused", lineage=judged.model_dump(mode="json"))
+        step.contingency(f"{spec.name}-lineage-refused", refused, severity="degraded", edge=judged.edge)
     return outcome
 
 
@@ -485,13 +569,29 @@ async def judge(gc: Any, spec: StepSpec, text: str, sent: str) -> JudgeResult:
                         for a in GOLDEN_ANCHORS)
     user = "## JUDGE BLOCKS\n" + "\n".join(f"- {b}" for b in heuristic.blocks) + "\n\n## PACKAGE\n" + sent
     messages = build_turn_messages(gc.turn, JUDGE_TASK.format(anchors=anchors), user)
+    turn = gc.turn
+    author = lineage.author_of(turn, spec.name)  # the output being judged: the step's last answer so far
+    judge_gc, routed, refused = judged_context(gc, "verifier", author, spec.name)
+    edge = f"model judge (verifier role) on {spec.name}"
+    if refused:
+        judged = lineage.check(edge, author, [lineage.planned_identity(gc.runtime.config, gc.backend_for("verifier"),
+                                                                       "verifier")], "refuse")
+        turn.contingency(f"{spec.name}-judge-lineage-refused-used-heuristic", spec.name, refused, severity="degraded")
+        return heuristic.model_copy(update={"lineage": judged.model_copy(update={"reason": refused}).model_dump(
+            mode="json")})
+    made = len(turn.calls)
     try:
-        completion = await call_role(gc.turn, gc.pool, "verifier", messages, prompt_key="reliability.judge",
-                                     step=spec.name)
+        completion = await call_role(turn, judge_gc.pool, "verifier", messages, prompt_key=lineage.JUDGE_PROMPT_KEY,
+                                     step=spec.name, why=f"judge: the quotations of {spec.name}")
     except BackendError as exc:
-        gc.turn.contingency(f"{spec.name}-judge-model-failed-used-heuristic", spec.name, str(exc),
-                            severity="warning")
+        turn.contingency(f"{spec.name}-judge-model-failed-used-heuristic", spec.name, str(exc),
+                         severity="warning")
         return heuristic
+    policy = lineage.policy_of(gc.runtime.config)
+    judged = lineage.check(edge, author, lineage.ran_in(turn, spec.name, made, judge=True), policy, routed_to=routed)
+    lineage.record(turn, spec.name, judged)
+    if judged.flagged and policy == "refuse":
+        return heuristic.model_copy(update={"lineage": judged.model_dump(mode="json")})
     scores = [float(m.group("value")) for m in _SCORE.finditer(completion.text)]
     if not scores or not 0.0 <= scores[-1] <= 1.0:
         gc.turn.contingency(f"{spec.name}-judge-model-unparseable-used-heuristic", spec.name,
@@ -499,7 +599,7 @@ async def judge(gc: Any, spec: StepSpec, text: str, sent: str) -> JudgeResult:
         return heuristic
     return JudgeResult(judge="model", score=scores[-1], threshold=threshold, passed=scores[-1] >= threshold,
                        blocks=heuristic.blocks, unsupported=heuristic.unsupported, anchors=heuristic.anchors,
-                       detail=summary(completion.text, 600))
+                       detail=summary(completion.text, 600), lineage=judged.model_dump(mode="json"))
 
 
 def _compliance(gc: Any, spec: StepSpec, step: Any, state: StepState, text: str,
@@ -534,12 +634,14 @@ def _diagnostic(gc: Any, spec: StepSpec, outcome: StepOutcome, failure: str) -> 
 
 
 async def call_with_supplements(gc: Any, spec: StepSpec, state: StepState, package: str, attempt: int, *,
-                regenerating: bool = False) -> _CallResult:
-    """One answer from the model, through the supplement loop; raises ``BackendError``."""
+                regenerating: bool = False, why: str = "first attempt") -> _CallResult:
+    """One answer from the model, through the supplement loop; raises ``BackendError``. ``why``:
+    why the first call is made (a re-submission after a supplement adds ``; supplement round n``)."""
     turn, config = gc.turn, gc.runtime.config
     cap = config.pipeline.max_supplements if spec.supplements else 0
     profile = profiles.profile_of(config, gc.backend_for(spec.role))  # the wording of this step's texts
     calls = 0
+    numbers: list[int] = []
     pending: supplement.SupplementRecord | None = None
     while True:
         extra = ([profiles.CONFIDENCE.text(profile), profiles.QUOTE.text(profile)]
@@ -552,12 +654,16 @@ async def call_with_supplements(gc: Any, spec: StepSpec, state: StepState, packa
         messages = build_turn_messages(turn, spec.task, user, extra_system="\n\n".join(extra),
                                        context=spec.evidence, profile=profile)
         calls += 1
+        reason = why if calls == 1 else f"{why}; supplement round {state.used}"
+        made = len(turn.calls)
         try:
-            text, completion = await _model_call(gc, spec, messages, attempt, calls, regenerating)
+            text, completion = await _model_call(gc, spec, messages, attempt, calls, regenerating, reason)
         except BackendError:
             if pending is not None:
                 supplement.finish(turn, pending, None, False)
             raise
+        finally:
+            numbers += [c.call for c in turn.calls[made:] if c.step == spec.name]
         # what the model was given, minus a retry's negative context: text found there is not an echo
         given = spec.given + "".join(state.blocks)
         signals = _detect(gc, spec, text, given)
@@ -570,14 +676,15 @@ async def call_with_supplements(gc: Any, spec: StepSpec, state: StepState, packa
         for note in notes:
             turn.contingency(f"{spec.name}-supplement-request-ignored", spec.name, note, severity="info")
         if request is None:
-            return _CallResult(text=text, signals=signals, calls=calls, sent=user, completion=completion)
+            return _CallResult(text=text, signals=signals, calls=calls, sent=user, completion=completion,
+                               call_numbers=numbers)
         if state.used >= cap:
             turn.contingency(f"{spec.name}-supplement-request-over-cap", spec.name,
                              f"a request after the cap of {cap} was not run: {request.gap[:160]}",
                              severity="warning", query=request.query)
             rest = supplement.strip_request(text)
             return _CallResult(text=rest, signals=_detect(gc, spec, rest, given) if rest != text else signals,
-                               calls=calls, sent=user, completion=completion)
+                               calls=calls, sent=user, completion=completion, call_numbers=numbers)
         state.used += 1
         if request.malformed:
             turn.contingency(f"{spec.name}-supplement-request-malformed", spec.name,
@@ -596,7 +703,7 @@ async def call_with_supplements(gc: Any, spec: StepSpec, state: StepState, packa
 
 
 async def _model_call(gc: Any, spec: StepSpec, messages: list[Any], attempt: int, call: int,
-                      regenerating: bool) -> tuple[str, Any]:
+                      regenerating: bool, why: str) -> tuple[str, Any]:
     # The fault points are built only when an injector is active: without one ``faults.inject``
     # returns what it is given, and the two shapes per call would be built for nothing.
     def model_call_point() -> FaultPoint:
@@ -611,13 +718,19 @@ async def _model_call(gc: Any, spec: StepSpec, messages: list[Any], attempt: int
     # The compact profile's reply cap for this kind of step (``profiles.CompactFit.max_tokens``,
     # named in the context step's budget signal 4); None under ``full``.
     cap = profiles.max_tokens_cap(gc.runtime.config, gc.backend_for(spec.role), spec.purpose)
+    # only a step with a schema passes one: call_role's fast path (no overrides) stays the usual call's
+    schema = ({"response_schema": spec.response_schema, "schema_name": spec.schema_name}
+              if spec.response_schema is not None else {})
     completion = await call_role(gc.turn, gc.pool, spec.role, messages,
                                  prompt_key=spec.prompt_key + (".regenerate" if regenerating else ""),
-                                 step=spec.name, max_tokens_cap=cap)
+                                 step=spec.name, max_tokens_cap=cap, why=why, **schema)
+    text = completion.text
+    if completion.constrained and spec.render_structured is not None:
+        text = spec.render_structured(text)  # the raw JSON stays the call record's output
     if faults.active(gc.turn) is None:
-        return completion.text, completion
+        return text, completion
     point = point or model_call_point()
-    return faults.inject(gc.turn, point.model_copy(update={"site": "model_output"}), completion.text), completion
+    return faults.inject(gc.turn, point.model_copy(update={"site": "model_output"}), text), completion
 
 
 def _detect(gc: Any, spec: StepSpec, text: str, sent: str = "") -> list[Signal]:
@@ -681,10 +794,13 @@ async def ask_model(gc: Any, request: ModelRequest, ctx: Any) -> ModelReply:
     spec = StepSpec(name=step, role=role, purpose=request.purpose,
                     prompt_key=request.prompt_key or f"verify.{role}", task=request.task,
                     package=request.package, evidence=evidence, stream=call.slot if call is not None else "",
-                    layer=request.layer, quoted=list(request.quoted), supplements=request.supplements)
+                    layer=request.layer, quoted=list(request.quoted), supplements=request.supplements,
+                    response_schema=request.response_schema, schema_name=request.schema_name)
     state = StepState()
     try:
-        result = await call_with_supplements(gc, spec, state, request.package, 1)
+        result = await call_with_supplements(gc, spec, state, request.package, 1,
+                                             why=f"{request.purpose}: {step}" if call is None
+                                             else f"verify: {call.step}")
     finally:
         if spec.supplements:
             supplement.note_step(gc.turn, step, state.records)

@@ -91,6 +91,9 @@ class SupplementRecord(BaseModel):
     package_had_terms: bool = False  # every query term was already in the package it was sent
     resolved: bool | None = None  # None until the re-submitted call has answered
     resolution: str = ""
+    #: What the request fetched, verbatim: each chunk's id, stream, text and provenance (as the
+    #: model was shown it, inside the RESULT block of the re-submitted package).
+    fetched: list[dict[str, Any]] = Field(default_factory=list)
 
 
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -296,6 +299,8 @@ async def fetch(runtime: Any, turn: Any, step: str, request: SupplementRequest,
             lines.append(f"[{retrieval.stream}] nothing found ({reason}).")
     record.chunks = sum(len(r.chunks) for r in retrievals)
     record.result_chars = sum(len(c.text) for r in retrievals for c in r.chunks)
+    record.fetched = [{"id": c.id, "stream": r.stream, "text": c.text,
+                       "provenance": c.provenance.model_dump(mode="json")} for r in retrievals for c in r.chunks]
     return record, retrievals, "\n".join(lines)
 
 

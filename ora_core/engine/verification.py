@@ -32,9 +32,10 @@ import inspect
 import traceback
 from typing import Any, Literal
 
-from ora_core.engine import faults
+from ora_core.engine import faults, lineage
 from ora_core.engine.bounded import call_in_thread
-from ora_core.engine.reliability import ask_model
+from ora_core.engine.lineage import ModelIdentity
+from ora_core.engine.reliability import ask_model, judged_context
 from ora_core.kernel.errors import PluginError, VerifierTimeout
 from ora_core.kernel.models import FaultPoint, ModelReply, Signal, Verdict, VerdictStatus, VerificationCall
 from ora_core.kernel.signals import SignalKind
@@ -80,8 +81,15 @@ def verdict_from_signals(verifier: str, raw: str, signals: list[Signal], *, read
 
 
 async def verify(gc: Any, *, step: str, subject: str, which: Which = "verifier", slot: str = "",
-                 cycle: int = 0, broken_contingency: str | None = None) -> Verdict:
-    """Verify ``subject`` in a traced step; record the verdict; never raise for a verifier fault."""
+                 cycle: int = 0, broken_contingency: str | None = None, author: ModelIdentity | None = None,
+                 prefer: str | None = None) -> Verdict:
+    """Verify ``subject`` in a traced step; record the verdict; never raise for a verifier fault.
+
+    ``author``: the model that wrote ``subject`` (``lineage.author_of``). A verifier that asks a
+    model is checked against it by the lineage rule (``ora_core.engine.lineage``): the verdict is
+    labelled, and a same or unknown lineage is named (``degrade``), re-routed or BROKEN
+    (``refuse``), or only labelled (``allow``). ``prefer``: a backend to verify on when its lineage
+    differs from the author's (Gear 4's cross-verification: the other stream's backend)."""
     turn, config = gc.turn, gc.runtime.config
     name = getattr(config.verification, which)
     criteria = gc.section("VERIFICATION CRITERIA") or DEFAULT_CRITERIA
@@ -89,20 +97,31 @@ async def verify(gc: Any, *, step: str, subject: str, which: Which = "verifier",
     quoted = [subject, *(c.text for c in evidence.chunks)]
     verifier, missing = _resolve(turn, name)
     kind = "verification" if getattr(verifier, "uses_model", False) else "deterministic"
+    policy = lineage.policy_of(config)
+    edge = f"{which} ({name}) on {author.role if author and author.role else 'the'} output"
     with turn.step(step, kind=kind, verifier=name, which=which, slot=slot, cycle=cycle, subject=subject,
                    criteria=criteria, evidence_chunks=len(evidence.chunks),
-                   evidence_sources=sorted({c.provenance.source for c in evidence.chunks})) as st:
+                   evidence_sources=sorted({c.provenance.source for c in evidence.chunks}),
+                   author=author.model_dump(mode="json") if author else None) as st:
         st.health.kind = kind
         point = FaultPoint(site="verify", step=step, role=which, purpose="verifier", step_kind=kind,
                            stream=slot, gear=gc.gear)
         call = VerificationCall(step=step, role=which, slot=slot, cycle=cycle, gear=gc.gear)
+        made = len(turn.calls)
+        edge_gc, routed, refused = gc, "", ""
+        if kind == "verification":  # a model verifier: routed by the lineage rule before it runs
+            edge_gc, routed, refused = judged_context(gc, which, author, step, prefer)
+            if routed:
+                st.output["routed_to"] = routed
         try:
             faults.inject(turn, point)
             if verifier is None:
                 turn.contingency(f"{step}-verifier-not-installed", step, missing, severity="degraded", verifier=name)
                 verdict = _broken(name, [f"verifier {name!r} is not installed: {missing}"])
+            elif refused:
+                verdict = _broken(name, [refused])
             else:
-                verdict = await _plugin_verdict(gc, step, name, verifier, subject, evidence, criteria, quoted,
+                verdict = await _plugin_verdict(edge_gc, step, name, verifier, subject, evidence, criteria, quoted,
                                                 point, call)
         except Exception as exc:  # noqa: BLE001 - a verifier fault is BROKEN, recorded by name, never PASS
             stack = "".join(traceback.format_exception(exc))[-3000:]
@@ -110,6 +129,21 @@ async def verify(gc: Any, *, step: str, subject: str, which: Which = "verifier",
                               exception={"error_class": type(exc).__name__, "message": str(exc), "stack": stack})
             st.contingency(f"{step}-verifier-exception", f"{type(exc).__name__}: {exc}", severity="degraded",
                            error_class=type(exc).__name__)
+        if refused and author is not None:  # nothing ran: the planned judge is what was refused
+            judged = lineage.check(edge, author, [lineage.planned_identity(config, gc.backend_for(which), which)],
+                                   policy)
+            judged = judged.model_copy(update={"reason": refused})
+        else:
+            judged = lineage.check(edge, author, lineage.ran_in(turn, step, made), policy, routed_to=routed)
+        verdict = _labelled(verdict, judged)
+        st.output["lineage"] = judged.model_dump(mode="json")
+        if judged.flagged:
+            lineage.record(turn, step, judged)
+            if policy == "refuse" and verdict.status is not VerdictStatus.BROKEN:
+                verdict = _broken(name, [f"same_lineage = 'refuse': {judged.reason}; the verdict "
+                                         f"({verdict.status.value}) of a model of the same or an unknown lineage "
+                                         "does not count"], verdict.raw_output, lineage=judged.relation,
+                                  lineage_check=judged.model_dump(mode="json"), refused_verdict=verdict.status.value)
         st.health.verdict = verdict.status.value
         if verdict.status is VerdictStatus.BROKEN:
             st.contingency(broken_contingency or f"{step}-verifier-BROKEN-not-verified",
@@ -117,6 +151,13 @@ async def verify(gc: Any, *, step: str, subject: str, which: Which = "verifier",
         st.output.update(verdict=verdict.model_dump(mode="json"), status=verdict.status.value)
     gc.verdicts[step] = verdict.status.value
     return verdict
+
+
+def _labelled(verdict: Verdict, judged: lineage.LineageCheck) -> Verdict:
+    """``verdict`` with its edge's lineage in its data (``lineage``: same | unknown | different |
+    not-a-model, and the whole check under ``lineage_check``)."""
+    data = {**verdict.data, "lineage": judged.relation, "lineage_check": judged.model_dump(mode="json")}
+    return verdict.model_copy(update={"data": data})
 
 
 def _resolve(turn: Any, name: str) -> tuple[Any, str]:

@@ -51,6 +51,9 @@ class ModelBackend(Protocol):
     Optional methods the kernel uses when present: ``stream(messages, params)`` (an async
     iterator of text deltas), ``async check() -> dict`` (a cheap reachability probe for
     ``ora models list --check``; raises ``BackendError`` when unreachable) and ``async aclose()``.
+    Optional attribute: ``structured_output: bool`` (absent: false): the backend can constrain a
+    reply to ``params.response_schema`` (a JSON schema) and then returns ``Completion.constrained =
+    True``; callers choose their reply format by it (``ora models list`` shows it).
     """
 
     provider: str

@@ -77,6 +77,11 @@ class TraceConfig(_Section):
     # barrier per group); files are always whole (atomic), a crash loses at most the turns of
     # the last group, which were not committed yet. Sinks say how they honour it.
     durability: Literal["turn", "async"] = "turn"
+    # What the trace keeps of each model call. "verbatim": the exact messages sent, the parameters and
+    # the raw output (a failure's partial output) beside the ledger entry; "ledger": the ledger entry
+    # only (who ran it, why, tokens, latency, finish reason), for deployments that must not keep
+    # prompts on disk. Either way every call is numbered and recorded (docs/trace.md).
+    calls: Literal["verbatim", "ledger"] = "verbatim"
 
     def resolved_root(self) -> Path:
         return Path(self.root).expanduser() if self.root else user_data_dir() / "traces"
@@ -166,6 +171,17 @@ class VerificationConfig(_Section):
     # VerifierTimeout), never PASS. Verifiers that ask a model (uses_model) are bounded by their
     # backends' deadlines instead (timeout_s x attempts of each backend on the role's chain).
     timeout_s: float = Field(default=60.0, gt=0)
+    # What a verification edge whose judge shares the author's lineage (same backend, model id or
+    # family; an undeclared family is unknown, never different) does: "degrade" keeps the verdict,
+    # labelled, and names the contingency self-verification (the turn cannot end ok on it); "refuse"
+    # re-routes the edge to a backend of another lineage, else the verdict is BROKEN; "allow" only
+    # labels it (ora_core/engine/lineage.py).
+    same_lineage: Literal["degrade", "refuse", "allow"] = "degrade"
+    # When the answer still FAILs verification after the last corrective revision: "warn" ships it
+    # under a one-line warning header (seed 001); "evidence" withholds it and ships what the retrieved
+    # evidence says, each sentence with its source. Unset: by the prompt profile of the backend that
+    # wrote the answer ("evidence" under "compact", "warn" under "full"; README).
+    on_fail: Literal["warn", "evidence"] | None = None
 
 
 class PipelineConfig(_Section):
@@ -185,6 +201,11 @@ class PipelineConfig(_Section):
     supplement_streams: list[str] = Field(default_factory=lambda: ["concept"])
     # Load retrievers' slow parts (embedding model, Chroma) in the background during Phase A.
     warmup: bool = True
+    # Phase A (prompt cleanup): "auto" skips it when the phase_a backend runs the compact prompt
+    # profile (a small local model: its cleanup loses the request's meaning, see
+    # benchmarks/phase_a_structured.py), named phase-a-skipped-profile; "run" always runs it;
+    # "skip" never (phase-a-skipped-config). A skipped Phase A passes the raw prompt on.
+    phase_a: Literal["auto", "run", "skip"] = "auto"
 
     @model_validator(mode="after")
     def _bands_ordered(self) -> PipelineConfig:
@@ -539,6 +560,21 @@ def check_roles(config: OraConfig, source: str) -> None:
             if fb not in config.backends:
                 raise ConfigError(f"fallback {fb!r} is not a configured backend", source=source,
                                   field=f"backends.{name}.fallbacks")
+    if config.verification.same_lineage == "refuse":
+        for role in JUDGED_ROLES:
+            name = getattr(config.roles, role)
+            if not config.backends[name].family.strip():
+                raise ConfigError(
+                    f"role {role!r} uses backend {name!r}, which declares no family; with [verification] "
+                    f"same_lineage = \"refuse\" the lineage of every judged or judging role must be known: declare "
+                    f"[backends.{name}] family = \"...\" (the model's maker or lineage, e.g. \"llama\", \"qwen\")",
+                    source=source, field=f"backends.{name}.family")
+
+
+#: The roles on a verification edge (the judged and the judging): a backend of theirs with no declared
+#: family has an unknown lineage, which ``same_lineage = "refuse"`` cannot accept.
+JUDGED_ROLES = ("analyst", "depth", "breadth", "evaluator", "reviser", "verifier", "consolidator", "final_verifier",
+                "advocate", "challenger", "reconciler")
 
 
 # --- options of plugins and backends ---------------------------------------------------------------

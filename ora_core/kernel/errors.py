@@ -56,11 +56,16 @@ class BackendError(OraError):
     kind = "backend_error"
 
     def __init__(
-        self, message: str, *, provider: str = "", model: str = "", detail: str = ""
+        self, message: str, *, provider: str = "", model: str = "", detail: str = "",
+        partial_output: str = "",
     ) -> None:
         self.provider = provider
         self.model = model
         self.detail = scrub_shapes(detail) if isinstance(detail, str) else detail
+        #: The model output the backend had received when it failed (a stream that broke, stalled or
+        #: carried an error after some text): kept verbatim as the evidence of what the model said,
+        #: never returned as an answer. "" when nothing had arrived (or the call was not streamed).
+        self.partial_output = partial_output if isinstance(partial_output, str) else ""
         super().__init__(scrub_shapes(message) if isinstance(message, str) else message)
 
     def redact(self, redactor: Any) -> BackendError:
@@ -70,6 +75,8 @@ class BackendError(OraError):
             self.args = (redactor.error_text(self.args[0]), *self.args[1:])
         if isinstance(self.detail, str):
             self.detail = redactor.error_text(self.detail)
+        if self.partial_output:  # model text: the configured secrets only (no shape scrubbing of prose)
+            self.partial_output = redactor.text(self.partial_output)
         return self
 
     def describe(self) -> dict[str, str]:
@@ -81,6 +88,8 @@ class BackendError(OraError):
             "provider": self.provider,
             "model": self.model,
             "detail": self.detail[:2000],
+            # how much output had arrived before the failure (the text itself is in the call record)
+            "partial_output_chars": str(len(self.partial_output)),
         }
 
 
@@ -110,6 +119,21 @@ class BackendUnavailable(BackendError):
 
 class BackendBadResponse(BackendError):
     kind = "bad_response"
+
+
+class BackendContextExceeded(BackendError):
+    """The prompt (with the reply's token budget) does not fit the model's context window: the
+    server refused it before generating. Retrying the same request cannot succeed, so no backend
+    retries it; the message names the window and the prompt size when the server said them
+    (``context_window``, ``prompt_tokens``: ``None`` when it did not)."""
+
+    kind = "context_window"
+
+    def __init__(self, message: str, *, context_window: int | None = None, prompt_tokens: int | None = None,
+                 **kw: Any) -> None:
+        self.context_window = context_window
+        self.prompt_tokens = prompt_tokens
+        super().__init__(message, **kw)
 
 
 class _ScrubbedError(OraError):

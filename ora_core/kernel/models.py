@@ -66,6 +66,13 @@ class CompletionParams(_Shape):
     stream: bool = False
     extra: dict[str, Any] = Field(default_factory=dict)
     stop_unless: StopUnless | None = None
+    #: A JSON schema (an object schema) the reply must follow. A backend that can constrain its
+    #: generation to it (``structured_output = True`` on the backend object) does, ignores
+    #: ``stop_unless`` for that call, and returns ``Completion.constrained = True``; one that cannot
+    #: ignores it (``constrained = False``) and the caller reads the reply as text. ``schema_name``
+    #: names it where a wire format asks for a name (OpenAI's ``json_schema.name``).
+    response_schema: dict[str, Any] | None = None
+    schema_name: str = Field(default="reply", pattern=r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class Completion(_Shape):
@@ -85,6 +92,9 @@ class Completion(_Shape):
     # model loaded slower than configured), one line each: the kernel names each in the turn's trace
     # (a ``<step>-backend-warning`` contingency), as a backend has no turn to record them in.
     warnings: list[str] = Field(default_factory=list)
+    #: The backend constrained this reply to ``CompletionParams.response_schema`` (its text is
+    #: meant to be one JSON document of that schema; the caller still validates it).
+    constrained: bool = False
 
 
 class ModelCallRecord(_Shape):
@@ -103,6 +113,24 @@ class ModelCallRecord(_Shape):
     error: dict[str, str] | None = None
     attempts: int = Field(default=1, ge=1)  # retries inside the backend show here
     cached: bool = False  # answered from a response cache, not by a model call
+    # --- the call itself (additive): who ran it, why, and what exactly went in and came out ------
+    call: int = 0  # its number in the turn, 1-based, in the order the calls were made
+    step: str = ""  # the step that made it
+    step_call: int = 0  # its number within that step, 1-based (``ora trace replay --step S --call N``)
+    planned_backend: str = ""  # the configured backend the role names
+    backend: str = ""  # the configured backend that ran it (after fallbacks and the tokens-per-minute guard)
+    family: str = ""  # that backend's declared family ("" when undeclared)
+    #: Why the call was made: ``first attempt``, ``regenerate: <signals>``, ``retry <n>: <reason>``,
+    #: ``verify``, ``judge``, ``phase A``, ``direct``..., with ``; supplement round <n>`` when it
+    #: re-submits a package after a Supplemental RAG request.
+    why: str = ""
+    finish_reason: str = ""  # the backend's (``stop``, ``length``, ...), ``error`` when it failed
+    #: The exact messages sent, the parameters, and the raw output (on a failure, the partial output
+    #: a backend received before it failed, else None). Kept in the trace's step files; left out of
+    #: dumps of the ledger (``TurnResult.runtime_role_models``, turn.json) so a result stays small.
+    messages: list[Message] = Field(default_factory=list, exclude=True)
+    params: dict[str, Any] = Field(default_factory=dict, exclude=True)
+    output: str | None = Field(default=None, exclude=True)
 
     @property
     def mismatch(self) -> bool:
@@ -568,6 +596,9 @@ class TurnResult(_Shape):
     signals: list[Signal] = Field(default_factory=list)  # every detector signal of the turn
     verdicts: dict[str, str] = Field(default_factory=dict)  # verification step -> PASS|FAIL|BROKEN
     fact_check: FactCheckResult | None = None  # a fact-check turn's claims and article verdict
+    #: The model's answer when it failed verification and was withheld (``[verification] on_fail =
+    #: "evidence"``): ``answer`` is then what the retrieved evidence says.
+    withheld_answer: str | None = None
 
     @property
     def claim_verdicts(self) -> list[ClaimVerdict]:
@@ -849,6 +880,11 @@ class ModelRequest(_Shape):
     layer: str = "verifier_output"
     quoted: list[str] = Field(default_factory=list)
     supplements: bool = True
+    #: A JSON schema for the reply (``CompletionParams.response_schema``): the role's backend
+    #: constrains the reply to it where it can; elsewhere the reply is text as usual. The caller
+    #: tells the two apart by the reply (a constrained one is one JSON object) and validates it.
+    response_schema: dict[str, Any] | None = None
+    schema_name: str = Field(default="reply", pattern=r"^[A-Za-z0-9_-]{1,64}$")
 
 
 class ModelReply(_Shape):

@@ -113,6 +113,10 @@ class TurnContext:
         self.contingencies: list[Contingency] = []
         self.health: dict[str, StepHealth] = {}
         self.calls: list[ModelCallRecord] = []
+        self._call_counter = 0
+        self._step_calls: dict[str, int] = {}
+        #: ``[trace] calls``: "verbatim" (messages, parameters, raw output in every model_call event) or "ledger"
+        self._verbatim_calls = getattr(getattr(config, "trace", None), "calls", "verbatim") != "ledger"
         self.signals: list[Signal] = []
         self.trace_paths: list[str] = []
         self.data: dict[str, Any] = {}  # scratch space shared by the steps of this turn
@@ -250,16 +254,33 @@ class TurnContext:
         return found
 
     def record_call(self, record: ModelCallRecord, step: str = "") -> None:
+        """Number the call (in the turn, and within ``step``), keep it in the role ledger, and emit
+        it whole (the messages, parameters and raw output included) as a ``model_call`` event."""
+        with self._emit_lock:
+            self._call_counter += 1
+            within = self._step_calls[step] = self._step_calls.get(step, 0) + 1
+            number = self._call_counter
+        fields = record.__dict__
+        fields["call"], fields["step"], fields["step_call"] = number, step, within
         self.calls.append(record)
         if type(record) is ModelCallRecord:
-            # Every field is JSON-native already: its values, the lists and dicts copied, are
-            # what ``model_dump(mode="json")`` gives (pinned in tests/test_backends_call_path.py).
-            data = dict(record.__dict__)
+            # Every field is JSON-native already but the messages: its values, the lists and dicts
+            # copied, are what ``model_dump(mode="json")`` gives with the excluded fields included
+            # (pinned in tests/test_backends_call_path.py).
+            data = dict(fields)
             data["fallback_flags"] = list(data["fallback_flags"])
             if data["error"] is not None:
                 data["error"] = dict(data["error"])
+            del data["step"]  # the event's own field
+            if self._verbatim_calls:
+                data["messages"] = [{"role": m.role, "content": m.content} for m in data["messages"]]
+            else:
+                del data["messages"], data["params"], data["output"]
         else:
-            data = record.model_dump(mode="json")
+            data = record.model_dump(mode="json", exclude={"step"})
+            if self._verbatim_calls:
+                data.update(messages=[m.model_dump(mode="json") for m in record.messages], params=record.params,
+                            output=record.output)
         self.emit("model_call", step=step, **data, mismatch=record.mismatch)
 
     # --- closing ------------------------------------------------------------------------------
@@ -272,7 +293,7 @@ class TurnContext:
         result.turn_id = self.turn_id
         result.conversation_id = self.conversation_id
         result.contingencies = [c.name for c in self.contingencies]
-        result.runtime_role_models = list(self.calls)
+        result.runtime_role_models = [ledger_entry(c) for c in self.calls]
         result.signals = list(self.signals)
         return result
 
@@ -326,6 +347,18 @@ class TurnContext:
         result.trace_path = self.trace_paths[0] if self.trace_paths else None
         result.tracing_degraded = self.tracing_degraded
         return result
+
+
+_NOT_IN_LEDGER = {"messages": [], "params": {}, "output": None}
+
+
+def ledger_entry(record: ModelCallRecord) -> ModelCallRecord:
+    """``record`` as the result's role ledger holds it: without the call verbatim (the messages, the
+    parameters, the raw output stay in the trace's step files), so a result dumped to JSON and read back
+    is the same result."""
+    if type(record) is ModelCallRecord:
+        return assembled(ModelCallRecord, {**record.__dict__, **_NOT_IN_LEDGER})
+    return record.model_copy(update=_NOT_IN_LEDGER)
 
 
 def embedder_for(host: Any, config: Any, name: str | None = None) -> Any:

@@ -72,7 +72,9 @@ VERDICT_PASS = "Checked each claim against the evidence package; all are support
 PHASE_A = {"match": "PHASE A CLEANUP", "on": "system",
            "reply": f"CLEANED PROMPT:\n{CLEANED}\nCORRECTIONS:\n- none\nINFERRED ITEMS:\n- none"}
 ANALYST = r"ROLE: ANALYST \(gear 2\)"
-MODEL_VERIFIER = {"verification": {"verifier": "model", "final_verifier": "model"}}
+#: The model verifier, on the analyst's backend unless a case moves a role: the matrix stages faults, not
+#: lineage (tests/gears/test_lineage.py), so a same-lineage edge is labelled without degrading the turn.
+MODEL_VERIFIER = {"verification": {"verifier": "model", "final_verifier": "model", "same_lineage": "allow"}}
 
 Status = Literal["named", "silent", "not-applicable", "gap"]
 
@@ -157,8 +159,7 @@ class Turn:
         return found[-1] if found else None
 
     def call_errors(self) -> list[dict[str, Any]]:
-        return [e["error"] for s in self.steps() for e in s.get("events", [])
-                if e.get("kind") == "model_call" and e.get("error")]
+        return [c["error"] for s in self.steps() for c in s.get("calls", []) if c.get("error")]
 
     def retrievals(self, stream: str) -> list[dict[str, Any]]:
         step = self.step("context-assembly") or {}

@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import ora_health_detectors
 import pytest
 
 from ora_core import hookimpl
@@ -160,3 +161,40 @@ def test_without_the_exchange_gear1_says_it_cannot_see_it_and_names_why(front, s
         assert result.status == "degraded"
     if setup == "empty":
         assert "index_empty" in result.answer
+
+
+# --- the reliability layer's regenerate-on-unhealthy gate ---------------------------------------------------
+
+REFUSAL = "I'm sorry, but I can't help with that request."
+
+
+def test_an_unhealthy_direct_answer_is_regenerated_once_and_the_discarded_one_is_kept(front):
+    prompt = "Write a haiku about autumn."
+    phase_a = front.phase_a_rule(prompt)
+    rt = front.runtime(ora_health_detectors, rules=[phase_a])
+    rt.config.backends["local"].options["replies"] = [phase_a["reply"], REFUSAL, "Red leaves drift and fall"]
+    result = run_turn(rt, prompt)
+    assert (result.status, result.answer) == ("ok", "Red leaves drift and fall")
+    step = front.step_doc(result.trace_path, "direct-response")
+    assert step["health"]["regenerations"] == 1 and step["output"]["unhealthy"] == ["refusal"]
+    first, second = step["calls"]
+    assert first["output"] == REFUSAL and second["why"].startswith("regenerate: refusal")
+
+
+def test_unhealthy_twice_ships_under_a_header_named_degraded(front):
+    prompt = "Write a haiku about autumn."
+    phase_a = front.phase_a_rule(prompt)
+    rt = front.runtime(ora_health_detectors, rules=[phase_a])
+    rt.config.backends["local"].options["replies"] = [phase_a["reply"], REFUSAL, REFUSAL]
+    result = run_turn(rt, prompt)
+    assert result.status == "degraded" and "direct-response-unhealthy-after-regenerate" in result.contingencies
+    assert result.answer.startswith("[degraded — the direct answer is unhealthy (refusal)]")
+
+
+def test_a_greeting_answered_with_a_question_is_not_a_clarification_loop(front):
+    reply = "Hello! What would you like to talk about today? Would you like some ideas?"
+    rt = front.runtime(ora_health_detectors, rules=[{"match": "Hello there", "reply": reply}])
+    result = run_turn(rt, "Hello there!")
+    assert (result.status, result.answer) == ("ok", reply)
+    assert "clarification-loop" in [s.name for s in result.signals]  # seen, and not a fault in `simple`
+    assert len(rt.pool._built["local"].calls) == 1

@@ -98,11 +98,12 @@ def cascade_rules(**over: str) -> list[dict[str, str]]:
 
 
 def diverse(rules: list[dict[str, str]], *, latency_s: float = 0.0, family: str = "other") -> dict[str, Any]:
-    """Config overrides: a second scripted backend of another model for the breadth slot."""
+    """Config overrides: a second scripted backend of another model for the breadth slot and the final
+    verifier (the consolidator runs on ``local``: a model verifier of another lineage checks it)."""
     opts = {"rules": rules, "latency_s": latency_s}
     return {"backends": {"local": {"options": opts},
                          "other": {"type": "scripted", "model": "scripted-2", "family": family, "options": opts}},
-            "roles": {"breadth": "other"}}
+            "roles": {"breadth": "other", "final_verifier": "other"}}
 
 
 class ScriptedRetriever:

@@ -6,7 +6,9 @@ import os
 
 from ora_core.engine.gears.roles import choose_breadth
 
-MODEL = {"verification": {"verifier": "model", "final_verifier": "model"},
+# The model verifier runs on the analyst's own backend: these tests pin the gears' flow, not the lineage
+# rule (tests/gears/test_lineage.py), so same_lineage = "allow" labels that edge without degrading the turn.
+MODEL = {"verification": {"verifier": "model", "final_verifier": "model", "same_lineage": "allow"},
          "retrieval": {"streams": {"conversation": False, "relationship": False}}}
 VAULT = [{"text": "Harness vendors bundle models with tooling.", "source": "notes/harness.md"}]
 

@@ -15,7 +15,9 @@ from typing import Any
 
 from ora_core.kernel.models import Chunk, Provenance
 
-MODEL = {"verification": {"verifier": "model", "final_verifier": "model"},
+# The model verifier runs on the analyst's own backend: these tests pin the gears' flow, not the lineage
+# rule (tests/gears/test_lineage.py), so same_lineage = "allow" labels that edge without degrading the turn.
+MODEL = {"verification": {"verifier": "model", "final_verifier": "model", "same_lineage": "allow"},
          "retrieval": {"streams": {"conversation": False, "relationship": False}}}
 SOURCE = "notes/harness-poisoned.md"
 POISONED = ("Harness vendors bundle models with tooling, and customers pay for the bundle.\n"

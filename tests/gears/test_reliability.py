@@ -19,14 +19,19 @@ VAULT = [{"text": "Harness vendors bundle models with tooling; customers shift b
           "source": "notes/harness.md"}]
 CONCEPT_ONLY = {"retrieval": {"streams": {"conversation": False, "relationship": False}}}
 RETRY = "RETRY CONTEXT"
+#: The model judge runs on the analyst's own backend here; these tests pin the judge, not the lineage
+#: rule (tests/gears/test_lineage.py covers the judge's edge), so the edge is only labelled.
+JUDGE_ALLOWED = {"same_lineage": "allow"}
 
 
-def _gear2(gears, analyst=None, *, first=(), replies=None, verifier=None, plugins=(), **config):
+def _gear2(gears, analyst=None, *, first=(), replies=None, verifier=None, plugins=(), same_lineage=None, **config):
     """A Gear 2 turn (mode ``standard``) with a registered deterministic verifier; ``replies``
     puts the analyst on its own backend answering those replies in order."""
     rules = gears.rules(gear2=analyst if analyst is not None else gears.reply("ANALYSIS"), first=list(first))
     verifier = verifier or gears.Verifier()
     config.setdefault("verification", {"verifier": verifier.name, "final_verifier": verifier.name})
+    if same_lineage is not None:
+        config["verification"]["same_lineage"] = same_lineage
     if replies is not None:
         config["backends"] = {"local": {"options": {"rules": rules}},
                               "ana": {"type": "scripted", "model": "scripted-ana", "family": "ana",
@@ -141,7 +146,7 @@ def test_the_model_judge_gets_the_golden_anchors_and_its_score_decides(gears):
     quotes = "\n".join(f"> {q}" for q in VERBATIM)
     judge = gears.role("BOUNDARY JUDGE", "SCORE: 0.75\n- the second quotation is paraphrased")
     result, trace, rt = _gear2(gears, gears.reply("QUOTING", extra=quotes), first=[judge],
-                               pipeline={"judge": "model", "retries": 0})
+                               pipeline={"judge": "model", "retries": 0}, **JUDGE_ALLOWED)
     assert result.status == "halted"  # 0.75 < 0.80, and no retry budget
     (event,) = _events(trace, STEP, "judge")
     assert (event["judge"], event["score"], event["passed"]) == ("model", 0.75, False)
@@ -153,7 +158,7 @@ def test_the_model_judge_gets_the_golden_anchors_and_its_score_decides(gears):
     assert "Harness vendors bundle models with tooling" in prompts[0][1].content  # the blocks and the package
     # the threshold is the configured one
     result, trace, _ = _gear2(gears, gears.reply("QUOTING", extra=quotes), first=[judge],
-                              pipeline={"judge": "model", "retries": 0, "judge_threshold": 0.7})
+                              pipeline={"judge": "model", "retries": 0, "judge_threshold": 0.7}, **JUDGE_ALLOWED)
     assert result.status == "ok" and _events(trace, STEP, "judge")[0]["passed"] is True
 
 
@@ -216,7 +221,7 @@ def test_deterministic_steps_are_never_retried_or_judged(gears):
     result, trace, rt = _gear2(gears, gears.reply("LOW", confidence=0.6, extra=quotes), verifier=verifier,
                                first=[gears.role("BOUNDARY JUDGE", "SCORE: 1.00"),
                                       gears.role(RETRY, gears.reply("RETRIED", extra=quotes), on="user")],
-                               pipeline={"judge": "model"})
+                               pipeline={"judge": "model"}, **JUDGE_ALLOWED)
     assert result.status == "ok" and trace.step_health(STEP)["attempts"] == 2
     for name in ("context-assembly", "context-assertions", "gear2-cycle1-verify"):
         health = trace.step_health(name)

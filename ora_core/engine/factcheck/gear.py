@@ -56,7 +56,16 @@ from typing import Any
 
 from ora_core.engine.context import UNFITTED_KEY, resolve_retrievers, retrieve_bounded, screen_chunks
 from ora_core.engine.gears.common import GearContext, finish
-from ora_core.engine.reliability import StepHalted, StepOutcome, StepSpec, run_model_step, summary
+from ora_core.engine.lineage import ModelIdentity, author_of
+from ora_core.engine.reliability import (
+    StepHalted,
+    StepOutcome,
+    StepSpec,
+    judged_context,
+    refused_outcome,
+    run_model_step,
+    summary,
+)
 from ora_core.engine.verification import verify
 from ora_core.kernel.models import (
     FACT_CHECK_DEGRADATION_TYPES,
@@ -502,10 +511,13 @@ async def _contrarian_queries(run: ClaimRun, report: ContrarianReport, step: Any
 # --- the debate -----------------------------------------------------------------------------------------
 
 
-async def role_call(run: ClaimRun, spec: StepSpec, parse: Callable[[str, Any], Any]) -> RoleCall:
+async def role_call(run: ClaimRun, spec: StepSpec, parse: Callable[[str, Any], Any], *,
+                    judges: list[ModelIdentity] | None = None, edge: str = "") -> RoleCall:
     """One debate role's step under the reliability layer; ``parse(text, step)`` reads the reply
     inside the step (its result and problems land in the step's output). A halt (retries run out)
-    is this claim's, named, never the turn's; refusals, fallbacks and degradations become warnings."""
+    is this claim's, named, never the turn's; refusals, fallbacks and degradations become warnings.
+    ``judges``: the models whose replies this role judges (the reconciler: the advocate's and the
+    challenger's), checked by the lineage rule (re-routed, or not run, under ``refuse``)."""
     turn = run.turn
     parsed: list[Any] = []
 
@@ -516,8 +528,12 @@ async def role_call(run: ClaimRun, spec: StepSpec, parse: Callable[[str, Any], A
     spec.postprocess = post
     signals_before, calls_before = len(turn.signals), len(turn.calls)
     outcome: StepOutcome | None = None
+    gc, refused = run.scoped(), ""
+    if judges:
+        gc, spec.routed_to, refused = judged_context(gc, spec.role, judges, spec.name)
+        spec.judges, spec.edge = judges, edge
     try:
-        outcome = await run_model_step(run.scoped(), spec)
+        outcome = refused_outcome(gc, spec, refused) if refused else await run_model_step(gc, spec)
         status = "failed" if outcome.backend_failed else outcome.status
     except StepHalted as halt:
         status = "halted"
@@ -645,7 +661,8 @@ async def debate(run: ClaimRun, part: EvidencePartition, contrarian: ContrarianR
     base["challenges"] = points
 
     # 4. the reconciler
-    reconciliation = await reconcile(run, part, adv_reply, advocate, points)
+    authors = [c.outcome.author for c in (call, ch_call) if c.outcome is not None and c.outcome.author is not None]
+    reconciliation = await reconcile(run, part, adv_reply, advocate, points, authors)
     base["reconciliation"] = reconciliation
     truth = reconciliation.truth_pct if reconciliation.truth_pct is not None else advocate.truth_pct
     raw_confidence = reconciliation.confidence if reconciliation.confidence is not None else advocate.confidence
@@ -681,13 +698,16 @@ def self_consistency(run: ClaimRun, advocate: RoleReading, runs: list[RoleReadin
 
 
 async def reconcile(run: ClaimRun, part: EvidencePartition, adv_reply: Any, advocate: RoleReading,
-                    points: list[Any]) -> Reconciliation:
+                    points: list[Any], authors: list[ModelIdentity] | None = None) -> Reconciliation:
+    """The reconciler weighs the advocate's verdict against the challenger's points; ``authors``:
+    the models that wrote them (its lineage edge)."""
     prefix, turn = run.prefix, run.turn
     name = f"{prefix}-reconciler"
     allowed = set(part.reconciler)
     call = await role_call(run, prompts.reconciler_spec(run.gc, name=name, claim=run.claim,
                                                         items=run.subset(part.reconciler), advocate=adv_reply,
-                                                        points=points), _verdict_parser(allowed, responses=True))
+                                                        points=points), _verdict_parser(allowed, responses=True),
+                           judges=authors, edge="reconciler judges the advocate and the challenger")
     reply, answers = call.parsed if call.usable and call.parsed is not None else (None, None)
     read = reading(call, reply, role="reconciler", step=name, allowed=allowed)
     _unparsed(run, read, call)
@@ -763,7 +783,9 @@ async def validate(run: ClaimRun, part: EvidencePartition, truth: float, confide
                                  "the verdict carries no reasoning to check against the evidence", severity="warning")
         else:
             verdict = await verify(run.scoped(), step=name, subject=read.reasoning, which="verifier",
-                                   broken_contingency=f"{name}-verifier-BROKEN-not-verified")
+                                   broken_contingency=f"{name}-verifier-BROKEN-not-verified",
+                                   author=author_of(run.turn, read.step),
+                                   prefer=run.gc.backend_for("advocate"))
             report.grounding = verdict.status.value  # type: ignore[assignment]
             report.grounding_verifier, report.grounding_score = verdict.verifier, verdict.score
             report.grounding_reasons = list(verdict.reasons)[:10]

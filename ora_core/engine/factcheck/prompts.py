@@ -12,6 +12,10 @@ bench reach gear 5 as they reach gears 2-4. The mode file's sections guide
 the roles: DEPTH ANALYSIS GUIDANCE the advocate (and its re-runs), BREADTH ANALYSIS GUIDANCE the
 challenger, EVALUATION CRITERIA and REVISION GUIDANCE the reconciler, VERIFICATION CRITERIA the
 validation.
+
+A role whose backend can constrain its reply to a JSON schema (``structured_output``) is asked for
+JSON instead (``structured.py``: the schema goes with the call, and the reliability layer renders the
+constrained reply into the block below before anything reads it); every other role gets the block.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from ora_core.engine.prompts import evidence_fence_note
 from ora_core.engine.reliability import StepSpec
 from ora_core.kernel.models import ChallengePoint, EvidenceItem
 
+from . import structured
 from .replies import POINT_TYPES
 
 FENCE = "```"
@@ -117,15 +122,26 @@ def verdict_block(title: str, truth: float | None, certainty: float | None, cite
             f"REASONING: {reasoning or '(none given)'}")
 
 
-def _spec(**fields: Any) -> StepSpec:
-    return StepSpec(supplements=False, **fields)
+def _spec(fmt: structured.StructuredFormat | None, **fields: Any) -> StepSpec:
+    """A role's step; with ``fmt`` (its backend can constrain a reply) it asks for ``fmt``'s JSON."""
+    spec = StepSpec(supplements=False, **fields)
+    return structured.apply(spec, fmt) if fmt is not None else spec
+
+
+def _format(gc: Any, role: str, fmt: structured.StructuredFormat, text_form: str) -> tuple[
+        structured.StructuredFormat | None, str]:
+    """The role's reply format: ``fmt`` and its JSON wording where the role's backend declares
+    ``structured_output``, else no schema and the text block ``text_form``."""
+    return (fmt, fmt.form) if structured.structured_role(gc, role) else (None, text_form)
 
 
 def directions_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem], stage: str) -> StepSpec:
     head = ("ROLE: EVIDENCE DIRECTION LABELLER (fact-check). For each evidence item below, say whether it "
             "supports the claim, contradicts it, or is neutral. Judge each item on its own text only.")
-    return _spec(name=name, role="evidence", purpose="evidence", prompt_key=f"factcheck.evidence-directions.{stage}",
-                 task=_task(head, gc, (), DIRECTIONS_FORMAT), package=claim_block(claim),
+    fmt, form = _format(gc, "evidence", structured.directions_format([i.id for i in items]), DIRECTIONS_FORMAT)
+    return _spec(fmt, name=name, role="evidence", purpose="evidence",
+                 prompt_key=f"factcheck.evidence-directions.{stage}",
+                 task=_task(head, gc, (), form), package=claim_block(claim),
                  evidence=evidence_block(gc.turn, items, f"{len(items)} to label", role="evidence"), min_words=2,
                  inputs={"claim": claim, "items": [i.id for i in items], "stage": stage})
 
@@ -142,8 +158,9 @@ def advocate_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem], 
         head = ("ROLE: FACT-CHECK ADVOCATE. Give the first verdict on the claim from the evidence items below: "
                 "weigh what each item says for and against the claim, then commit to a truth percentage.")
         role, key = "advocate", "factcheck.advocate"
-    return _spec(name=name, role=role, purpose="analyst", prompt_key=key, primary=not run,
-                 task=_task(head, gc, ("DEPTH ANALYSIS GUIDANCE",), VERDICT_FORMAT), package=claim_block(claim),
+    fmt, form = _format(gc, role, structured.VERDICT, VERDICT_FORMAT)
+    return _spec(fmt, name=name, role=role, purpose="analyst", prompt_key=key, primary=not run,
+                 task=_task(head, gc, ("DEPTH ANALYSIS GUIDANCE",), form), package=claim_block(claim),
                  evidence=evidence_block(gc.turn, items, "the advocate's evidence", role=role), min_words=8,
                  inputs={"claim": claim, "evidence_ids": [i.id for i in items], "run": run})
 
@@ -154,8 +171,9 @@ def challenger_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem]
             "it is less true. Do not give a verdict of your own.")
     package = "\n\n".join([claim_block(claim), verdict_block("THE ADVOCATE'S VERDICT", advocate.truth,
                                                              advocate.certainty, advocate.cited, advocate.reasoning)])
-    return _spec(name=name, role="challenger", purpose="evaluator", prompt_key="factcheck.challenger",
-                 task=_task(head, gc, ("BREADTH ANALYSIS GUIDANCE",), POINTS_FORMAT), package=package,
+    fmt, form = _format(gc, "challenger", structured.POINTS, POINTS_FORMAT)
+    return _spec(fmt, name=name, role="challenger", purpose="evaluator", prompt_key="factcheck.challenger",
+                 task=_task(head, gc, ("BREADTH ANALYSIS GUIDANCE",), form), package=package,
                  evidence=evidence_block(gc.turn, items, "the challenger's evidence", role="challenger"), min_words=2,
                  inputs={"claim": claim, "evidence_ids": [i.id for i in items]})
 
@@ -177,8 +195,9 @@ def reconciler_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem]
     package = "\n\n".join([claim_block(claim), verdict_block("THE ADVOCATE'S VERDICT", advocate.truth,
                                                              advocate.certainty, advocate.cited, advocate.reasoning),
                            points_block(points)])
-    return _spec(name=name, role="reconciler", purpose="reviser", prompt_key="factcheck.reconciler",
-                 task=_task(head, gc, ("EVALUATION CRITERIA", "REVISION GUIDANCE"), RESPONSES_FORMAT),
+    fmt, form = _format(gc, "reconciler", structured.RESPONSES, RESPONSES_FORMAT)
+    return _spec(fmt, name=name, role="reconciler", purpose="reviser", prompt_key="factcheck.reconciler",
+                 task=_task(head, gc, ("EVALUATION CRITERIA", "REVISION GUIDANCE"), form),
                  package=package, evidence=evidence_block(gc.turn, items, "the full pool", role="reconciler"),
                  min_words=8,
                  inputs={"claim": claim, "evidence_ids": [i.id for i in items], "points": [p.id for p in points]})
@@ -190,7 +209,8 @@ def validation_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem]
             "reasoning grounded in the items it cites, and does its truth percentage point the way they point?")
     package = "\n\n".join([claim_block(claim), verdict_block("THE VERDICT UNDER VALIDATION", truth, certainty,
                                                              cited, reasoning)])
-    return _spec(name=name, role="validation", purpose="validation", prompt_key="factcheck.validation",
-                 task=_task(head, gc, ("VERIFICATION CRITERIA",), VALIDATION_FORMAT), package=package,
+    fmt, form = _format(gc, "validation", structured.VALIDATION, VALIDATION_FORMAT)
+    return _spec(fmt, name=name, role="validation", purpose="validation", prompt_key="factcheck.validation",
+                 task=_task(head, gc, ("VERIFICATION CRITERIA",), form), package=package,
                  evidence=evidence_block(gc.turn, items, "the full pool", role="validation"), min_words=2,
                  inputs={"claim": claim, "evidence_ids": [i.id for i in items]})

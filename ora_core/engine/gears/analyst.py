@@ -21,6 +21,7 @@ async def run_gear2(gc: GearContext) -> TurnResult:
     if out.degraded:
         header = f"[degraded — the analyst's output is unhealthy ({out.degraded_reason})]"
         gc.turn.contingency("gear2-analyst-degraded-shipped-with-header", STEP, header, severity="degraded")
-    text, verdict = await verify_cycles(gc, prefix="gear2", slot="", text=text, revision_role="reviser")
-    answer = ship_after_cycles(gc, text, verdict, step=list(gc.verdicts)[-1])
+    text, verdict, author = await verify_cycles(gc, prefix="gear2", slot="", text=text, revision_role="reviser",
+                                        author=out.author)
+    answer = ship_after_cycles(gc, text, verdict, step=list(gc.verdicts)[-1], author=author)
     return finish(gc, (header + "\n" + answer) if header else answer, gear=2)

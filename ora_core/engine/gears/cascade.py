@@ -20,12 +20,11 @@ longer verified stream ships under ``[degraded — consolidation failed]``.
 
 from __future__ import annotations
 
-from typing import Any
-
-from ora_core.engine.gears.common import GearContext, final_gate, finish, together, verify_cycles
+from ora_core.engine.gears.common import GearContext, final_gate, finish, run_judging_step, together, verify_cycles
 from ora_core.engine.gears.prompts import analyst_spec, consolidator_spec, evaluator_spec, reviser_spec
 from ora_core.engine.gears.roles import resolve_slots
 from ora_core.engine.gears.sequential import run_gear3
+from ora_core.engine.lineage import ModelIdentity
 from ora_core.engine.reliability import StepOutcome, run_model_step
 from ora_core.kernel.models import TurnResult
 
@@ -63,24 +62,32 @@ async def run_gear4(gc: GearContext) -> TurnResult:
             turn.contingency(f"gear4-{s}-stream-degraded-continued-on-{OTHER[s]}", f"step3-{s}-analyst",
                              f"the {s} stream degraded ({streams[s].degraded_reason}); cross-evaluation and "
                              f"consolidation run on the {OTHER[s]} stream alone", severity="degraded")
-    # Step 4: directional cross-evaluation (the other slot's model critiques each stream).
-    evaluations = await together(*(run_model_step(gc, evaluator_spec(
-        gc, name=f"step4-{OTHER[s]}-evaluates-{s}", role=OTHER[s], target=s, text=streams[s].text))
-        for s in healthy))
+    # Step 4: directional cross-evaluation (the other slot's model critiques each stream), each edge
+    # checked by the lineage rule.
+    evaluations = await together(*(run_judging_step(
+        gc, lambda egc, s=s: evaluator_spec(egc, name=f"step4-{OTHER[s]}-evaluates-{s}", role=OTHER[s], target=s,
+                                            text=streams[s].text),
+        name=f"step4-{OTHER[s]}-evaluates-{s}", role=OTHER[s], author=streams[s].author,
+        edge=f"cross-evaluation: {OTHER[s]} evaluates {s}") for s in healthy))
     critiques = dict(zip(healthy, evaluations, strict=True))
     # Step 5: parallel revisers, each on its own slot.
     revised = dict(zip(healthy, await together(*(_revise(gc, s, streams[s], critiques[s]) for s in healthy)),
                        strict=True))
-    # Step 6: cross-verification cycles, per stream, concurrently.
-    checked = await together(*(verify_cycles(gc, prefix="step6", slot=s, text=revised[s], revision_role=s)
+    # Step 6: cross-verification cycles, per stream, concurrently; a model verifier runs on the
+    # other stream's backend when its lineage differs from the stream's author (seed 001 step 6).
+    checked = await together(*(verify_cycles(gc, prefix="step6", slot=s, text=revised[s][0], revision_role=s,
+                                             author=revised[s][1], prefer=gc.backend_for(OTHER[s]))
                                for s in healthy))
-    verified = {s: (text, verdict) for s, (text, verdict) in zip(healthy, checked, strict=True)}
+    verified = {s: (text, verdict) for s, (text, verdict, _) in zip(healthy, checked, strict=True)}
+    authors = {s: author for s, (_, _, author) in zip(healthy, checked, strict=True)}
     # Step 7: consolidation.
     consolidated = await run_model_step(gc, consolidator_spec(
         gc, name=CONSOLIDATION, streams={s: (text, v.status.value) for s, (text, v) in verified.items()}))
     header = ""
+    author = consolidated.author
     if consolidated.degraded or not consolidated.usable:
         slot, (text, _) = max(verified.items(), key=lambda kv: len(kv[1][0]))
+        author = authors[slot]
         header = DEGRADED_HEADER
         turn.contingency("step7-consolidation-degraded-shipped-longer-stream", CONSOLIDATION,
                          f"consolidation degraded ({consolidated.degraded_reason or 'empty'}); the longer "
@@ -90,23 +97,26 @@ async def run_gear4(gc: GearContext) -> TurnResult:
     else:
         text = consolidated.text
     # Step 8: the final gate.
-    answer, _ = await final_gate(gc, text, step=FINAL, correction_role="consolidator", prefix="step8")
+    answer, _ = await final_gate(gc, text, step=FINAL, correction_role="consolidator", prefix="step8", author=author)
     return finish(gc, (header + "\n" + answer) if header else answer, gear=4)
 
 
-async def _revise(gc: GearContext, slot: str, analysis: StepOutcome, critique: StepOutcome) -> Any:
+async def _revise(gc: GearContext, slot: str, analysis: StepOutcome,
+                  critique: StepOutcome) -> tuple[str, ModelIdentity | None]:
+    """The stream's revised text and the model that wrote it (the analyst's, when unrevised)."""
     name = f"step5-{slot}-reviser"
     if critique.degraded or not critique.usable:
         gc.turn.contingency(f"{name}-skipped-no-critique", critique.step,
                             f"the {OTHER[slot]} model's critique of the {slot} stream degraded "
                             f"({critique.degraded_reason or 'empty'}); the analysis goes on unrevised",
                             severity="degraded")
-        return analysis.text
+        return analysis.text, analysis.author
     out = await run_model_step(gc, reviser_spec(gc, name=name, role=slot, slot=slot, own=analysis.text,
                                                 critique=critique.text, critic=OTHER[slot]))
     if out.degraded or not out.usable:
         gc.turn.contingency(f"{name}-degraded-kept-analysis", name,
                             f"the reviser degraded ({out.degraded_reason or 'empty'}); the pre-revision "
                             "analysis goes on", severity="degraded")
-        return analysis.text
-    return out.text
+        return analysis.text, analysis.author
+    return out.text, out.author
+

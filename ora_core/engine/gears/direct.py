@@ -41,7 +41,8 @@ from ora_core.engine.backends import call_role
 from ora_core.engine.context import resolve_retrievers, retrieve_bounded
 from ora_core.engine.prompts import build_turn_messages
 from ora_core.kernel.errors import BackendError
-from ora_core.kernel.models import Chunk, RetrievalFilters, TurnResult
+from ora_core.kernel.models import Chunk, RetrievalFilters, Signal, TurnResult
+from ora_core.kernel.signals import SignalKind
 
 STEP = "direct-response"
 DIRECT_TASK = "You answer the user's message directly and briefly. You have no tools."
@@ -177,7 +178,7 @@ async def run_direct(runtime: Any, turn: Any, prompt: str, mode: Any, *, categor
                 return _finish(turn, answer, mode_name)
         try:
             completion = await call_role(turn, runtime.pool, "direct", messages,
-                                         prompt_key="gear1.direct", step=STEP)
+                                         prompt_key="gear1.direct", step=STEP, why="first attempt")
         except BackendError as exc:
             step.output["error"] = exc.describe()
             step.health.verdict = "BROKEN"
@@ -188,7 +189,7 @@ async def run_direct(runtime: Any, turn: Any, prompt: str, mode: Any, *, categor
                               diagnostic={"step": STEP, **exc.describe()})
         answer = completion.text
         step.output["completion"] = completion.model_dump(mode="json")
-        _detect_output(turn, answer)
+        answer = await _healthy(runtime, turn, step, messages, answer, mode_name)
         if "clock" in turn.data:
             answer = await _clock_checked(runtime, turn, step, task, prompt, extra, answer)
         step.output["answer"] = answer
@@ -201,14 +202,55 @@ def _finish(turn: Any, answer: str, mode_name: str) -> TurnResult:
     return TurnResult(status=status, answer=answer, mode=mode_name, gear=1)
 
 
-def _detect_output(turn: Any, answer: str) -> None:
+def _detect_output(turn: Any, answer: str) -> list[Signal]:
     # Every model_output detector runs (third-party ones included); a direct answer is short by
     # design, so the brief-stub length floor does not apply here.
     turn.data["expected_min_words"] = 1
     try:
-        turn.detect("model_output", answer, step=STEP)
+        return turn.detect("model_output", answer, step=STEP)
     finally:
         turn.data.pop("expected_min_words", None)
+
+
+#: Unhealthy signals that are no fault in a Gear 1 mode: a reply to a greeting or small talk
+#: (``simple``) may well ask what the user wants.
+NOT_UNHEALTHY_IN = {"simple": frozenset({"clarification-loop"})}
+
+
+def _unhealthy(signals: list[Signal], mode_name: str) -> list[str]:
+    exempt = NOT_UNHEALTHY_IN.get(mode_name, frozenset())
+    return sorted({s.name for s in signals if s.kind == SignalKind.UNHEALTHY and s.strength == "strong"
+                   and s.name not in exempt})
+
+
+async def _healthy(runtime: Any, turn: Any, step: Any, messages: list[Any], answer: str, mode_name: str) -> str:
+    """The reliability layer's regenerate-on-unhealthy gate for the direct answer: an unhealthy
+    answer (a refusal, a leaked tool call, an echo of the prompt, a placeholder; a clarification
+    loop outside ``simple``) is regenerated once; unhealthy again, it ships under a one-line header,
+    named (``direct-response-unhealthy-after-regenerate``). A failed regeneration keeps the first."""
+    unhealthy = _unhealthy(_detect_output(turn, answer), mode_name)
+    if not unhealthy:
+        return answer
+    step.health.regenerations += 1
+    step.output["unhealthy"] = unhealthy
+    step.output["discarded_answer"] = answer
+    turn.emit("retry", step=STEP, reason="unhealthy", regenerate=True, signals=unhealthy, attempt=1)
+    try:
+        completion = await call_role(turn, runtime.pool, "direct", messages, prompt_key="gear1.direct.regenerate",
+                                     step=STEP, why=f"regenerate: {', '.join(unhealthy)} (the first answer was "
+                                                    "unhealthy and is discarded)")
+    except BackendError as exc:
+        step.output["regenerate_error"] = exc.describe()
+        step.contingency("direct-response-regenerate-failed-kept-first", f"{exc}", severity="degraded")
+        return f"[degraded — the direct answer is unhealthy ({', '.join(unhealthy)})]\n" + answer
+    again = _unhealthy(_detect_output(turn, completion.text), mode_name)
+    step.output["regenerated"] = {"answer": completion.text, "completion": completion.model_dump(mode="json")}
+    if not again:
+        return completion.text
+    step.health.verdict = "DEGRADED"
+    step.contingency("direct-response-unhealthy-after-regenerate",
+                     f"still unhealthy after one regeneration: {', '.join(again)}", severity="degraded", signals=again)
+    return f"[degraded — the direct answer is unhealthy ({', '.join(again)})]\n" + completion.text
 
 
 async def _clock_checked(runtime: Any, turn: Any, step: Any, task: str, prompt: str, extra: str,
@@ -231,7 +273,8 @@ async def _clock_checked(runtime: Any, turn: Any, step: Any, task: str, prompt: 
     step.health.regenerations += 1
     try:
         completion = await call_role(turn, runtime.pool, "direct", messages,
-                                     prompt_key="gear1.direct.clock-regenerate", step=STEP)
+                                     prompt_key="gear1.direct.clock-regenerate", step=STEP,
+                                     why=f"regenerate: the answer states {said}, which the system clock contradicts")
     except BackendError as exc:
         step.output["regenerate_error"] = exc.describe()
         return _from_clock(turn, step, f"the regeneration failed ({exc})")

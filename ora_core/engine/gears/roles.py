@@ -19,6 +19,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ora_core.engine.lineage import ModelIdentity, relation
+
 STEP = "role-slots"
 
 
@@ -48,14 +50,12 @@ class SlotChoice(BaseModel):
 
 
 def same_lineage(a_name: str, a: Any, b_name: str, b: Any) -> str:
-    """Why backends ``a`` and ``b`` count as the same model for diversity ("" if they differ)."""
-    if a_name == b_name:
-        return "same backend"
-    if a.model and b.model and a.model.strip().lower() == b.model.strip().lower():
-        return f"same model id {a.model!r}"
-    if a.family and b.family and a.family.strip().lower() == b.family.strip().lower():
-        return f"same family {a.family!r}"
-    return ""
+    """Why backends ``a`` and ``b`` count as the same model for diversity ("" if they do not): the
+    lineage rule (``ora_core.engine.lineage.relation``). A slot whose lineage is only unknown (a
+    family undeclared) is not excluded here; the verification edges label it (``lineage``)."""
+    rel, why = relation(ModelIdentity(backend=a_name, model=a.model, family=a.family),
+                        ModelIdentity(backend=b_name, model=b.model, family=b.family))
+    return why if rel == "same" else ""
 
 
 def choose_breadth(runtime: Any, host: Any) -> SlotChoice:

@@ -7,7 +7,14 @@ Gear 4 falls back to this gear, on the healthier endpoint, when both of its stre
 
 from __future__ import annotations
 
-from ora_core.engine.gears.common import GearContext, finish, halted, ship_after_cycles, verify_cycles
+from ora_core.engine.gears.common import (
+    GearContext,
+    finish,
+    halted,
+    run_judging_step,
+    ship_after_cycles,
+    verify_cycles,
+)
 from ora_core.engine.gears.prompts import analyst_spec, breadth_review_spec
 from ora_core.engine.gears.roles import resolve_slots
 from ora_core.engine.reliability import run_model_step
@@ -36,16 +43,21 @@ async def run_gear3(gc: GearContext, *, endpoint: str | None = None) -> TurnResu
                                                       primary=False, stream="breadth"))
         if not alone.usable:
             return halted(gc, alone, "neither the depth nor the breadth analyst produced usable output")
-        text = alone.text
+        text, author = alone.text, alone.author
     else:
-        review = await run_model_step(gc, breadth_review_spec(gc, name=REVIEW, role="breadth", depth_text=depth.text))
+        review = await run_judging_step(
+            gc, lambda egc: breadth_review_spec(egc, name=REVIEW, role="breadth", depth_text=depth.text),
+            name=REVIEW, role="breadth", author=depth.author, edge="review: breadth reviews depth")
         if review.degraded or not review.usable:
             gc.turn.contingency("gear3-breadth-review-degraded-shipped-depth", REVIEW,
                                 f"the breadth review degraded ({review.degraded_reason or 'empty'}); the depth "
                                 "analysis goes on unreviewed", severity="degraded")
-            text = depth.text
+            text, author = depth.text, depth.author
         else:
-            text = review.text
-    text, verdict = await verify_cycles(gc, prefix="gear3", slot="", text=text, revision_role="reviser")
-    answer = ship_after_cycles(gc, text, verdict, step=list(gc.verdicts)[-1])
+            text, author = review.text, review.author
+    # a model verifier runs on the other slot's backend when its lineage differs from the author's
+    other = "depth" if author is not None and author.role == "breadth" else "breadth"
+    text, verdict, author = await verify_cycles(gc, prefix="gear3", slot="", text=text, revision_role="reviser",
+                                                author=author, prefer=gc.backend_for(other))
+    answer = ship_after_cycles(gc, text, verdict, step=list(gc.verdicts)[-1], author=author)
     return finish(gc, answer, gear=3)

@@ -190,7 +190,9 @@ def scripted_overrides(doc: BenchDocument) -> dict[str, Any]:
                        "options": {"rules": rules, "default": _confident(_prose("The answer", doc.title))}}
                 for name in ("bench-a", "bench-b")}
     roles = {role: "bench-a" for role in RolesConfig.model_fields}
-    roles["breadth"] = "bench-b"
+    # two families, so that no model judges its own output: the breadth slot and the final verifier
+    # (which checks the consolidator's answer, written on bench-a) on bench-b
+    roles["breadth"] = roles["final_verifier"] = "bench-b"
     return {"backends": backends, "roles": roles,
             "verification": {"verifier": "model", "final_verifier": "model"},
             "pipeline": {"judge": "heuristic", "warmup": False, "best_guess": False},

@@ -27,16 +27,19 @@ from ora_core.api import lazy_exports
 # Imported on first use (``ora --help`` loads this plugin without its components).
 __getattr__ = lazy_exports(__name__, {
     "QUOTED_KEY": "detector", "BrokenVerdictDetector": "detector", "FailureSignal": "failure_signals",
-    "ModelVerifier": "model_verifier", "VERDICT_CONTRACT": "verdict", "ParsedVerdict": "verdict",
+    "ModelVerifier": "model_verifier", "VERDICT_CONTRACT": "verdict", "VERDICT_SCHEMA": "verdict",
+    "StructuredVerdict": "verdict", "ParsedVerdict": "verdict",
     "parse_verdict": "verdict", "verdict_from_output": "verdict"})
 
 __all__ = [
     "QUOTED_KEY",
     "VERDICT_CONTRACT",
+    "VERDICT_SCHEMA",
     "BrokenVerdictDetector",
     "FailureSignal",
     "ModelVerifier",
     "ParsedVerdict",
+    "StructuredVerdict",
     "parse_verdict",
     "verdict_from_output",
 ]

@@ -7,6 +7,11 @@ ledger, and every ``verifier_output`` detector on the reply — this plugin's ow
 among them (``BrokenVerdictDetector``). The verifier hands the reply back as it is (a
 ``ModelReply``): the engine reads the verdict from those signals, so there is one parser.
 A backend failure is BROKEN, recorded as ``<step>-verifier-backend-<kind>``, never PASS.
+
+Where the verifier role's backend can hold a reply to a JSON schema, the request carries
+``VERDICT_SCHEMA`` (status PASS|FAIL, findings): the reply is then one JSON object, which the same
+parser validates and reads (``verdict.parse_verdict``, rule 0); one that does not validate is BROKEN.
+A backend without the capability ignores the schema and answers in the text contract.
 """
 
 from __future__ import annotations
@@ -15,13 +20,17 @@ from typing import Any
 
 from ora_core.api import BackendError, ModelRequest, Verdict, VerdictStatus
 
-from .verdict import VERDICT_CONTRACT
+from .verdict import VERDICT_CONTRACT, VERDICT_SCHEMA
 
 VERIFIER_TASK = """\
 ROLE: VERIFIER. You grade the analysis under review against the VERIFICATION CRITERIA and the
 evidence package. You did not write it and have nothing to protect. Check every specific fact
 (names, dates, figures, quotations) against the evidence; an unsupported specific is a FAIL.
 Do not rewrite the analysis."""
+#: For a reply held to ``VERDICT_SCHEMA`` (a backend that constrains it): the same verdict, as JSON.
+STRUCTURED_NOTE = """\
+If your reply is held to a JSON object, it is the same verdict: "status" is "PASS" or "FAIL" under the
+rules above, and "findings" holds one entry per failed criterion (for a PASS, what you checked)."""
 
 
 def _chunk_texts(package: Any) -> list[str]:
@@ -37,10 +46,10 @@ class ModelVerifier:
         role = call.role if call is not None else "verifier"
         step = call.step if call is not None else "verify"
         request = ModelRequest(
-            task=VERIFIER_TASK + "\n\n" + VERDICT_CONTRACT,
+            task=VERIFIER_TASK + "\n\n" + VERDICT_CONTRACT + "\n\n" + STRUCTURED_NOTE,
             package=f"## VERIFICATION CRITERIA\n{criteria}\n\n## ANALYSIS UNDER REVIEW\n{subject}",
             role=role, prompt_key=f"verify.{role}", purpose="verifier", layer="verifier_output",
-            quoted=[subject, *_chunk_texts(package)])
+            quoted=[subject, *_chunk_texts(package)], response_schema=VERDICT_SCHEMA, schema_name="verdict")
         try:
             return await ctx.ask_model(request)
         except BackendError as exc:

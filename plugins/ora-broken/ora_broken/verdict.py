@@ -43,6 +43,12 @@ How ``parse_verdict`` reads an output:
    named failure to the reviser (Ora's loop re-revises on FAIL; BROKEN would unblock the analysis with
    a warning and ship the unsupported claim), and ``conflicting`` keeps the verifier's self-
    contradiction visible. Verdict lines that disagree are recorded as ``conflicting``.
+0. **A JSON verdict** (a verifier whose backend held its reply to ``VERDICT_SCHEMA``): an output that is
+   one JSON object (``{`` ... ``}``) is validated (``StructuredVerdict``: ``status`` PASS or FAIL,
+   ``findings``); valid, it is rendered into the contract's form (``## VERDICT``, ``VERDICT: <status>``,
+   one line per finding) and read by the rules here like any output (a PASS whose findings name a
+   failure is a FAIL), ``structured`` set; invalid (a key missing, another status, cut short), it is
+   BROKEN (``invalid_structured``), naming what failed validation: never a guessed verdict.
 6. **No verdict line.** A ``## SUPPLEMENTAL RAG REQUEST`` block in the own text with no verdict line
    after it sets ``supplement_requested``: BROKEN (``no_verdict``) until the re-asked verifier
    answers. Else a weak marker (a timeout, a connection error) -> BROKEN by its category. Else a FAIL
@@ -64,7 +70,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ora_core.api import Verdict, VerdictStatus, lazy_compile
 
@@ -73,7 +79,7 @@ from .markers import BrokenCategory, find_markers
 
 BrokenKind = Literal[
     "exception_substitution", "browser_session", "backend_error", "rate_limit",
-    "empty", "short_output", "no_verdict",
+    "empty", "short_output", "no_verdict", "invalid_structured",
 ]
 
 SHORT_OUTPUT_CHARS = 80
@@ -126,6 +132,53 @@ _PASS_NEAR_MISS = lazy_compile(
     re.IGNORECASE,
 )
 _FAIL_TOKENS = {"fail", "failed", "not verified", "verification failed", "failed verification"}
+MAX_FINDING_CHARS = 400
+
+#: The verdict as one JSON object, for a verifier whose backend can hold its reply to a schema
+#: (``ModelRequest.response_schema``): within OpenAI's strict mode (every key required, no other).
+VERDICT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "status": {"type": "string", "enum": ["PASS", "FAIL"]},
+        "findings": {"type": "array", "items": {"type": "string", "maxLength": MAX_FINDING_CHARS},
+                     "maxItems": MAX_FINDINGS},
+    },
+    "required": ["status", "findings"],
+    "additionalProperties": False,
+}
+
+
+class StructuredVerdict(BaseModel):
+    """A JSON verdict (``VERDICT_SCHEMA``), validated."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    status: Literal["PASS", "FAIL"]
+    findings: list[str] = Field(max_length=MAX_FINDINGS)
+
+
+def structured_verdict(raw: str) -> tuple[StructuredVerdict | None, str | None]:
+    """``(verdict, None)`` for an output that is one valid JSON verdict; ``(None, why)`` for one that is
+    a JSON object (``{`` ... ``}``) but not a valid verdict; ``(None, None)`` for any other output."""
+    text = raw.strip()
+    if not (text.startswith("{") and text.endswith("}")):
+        return None, None
+    try:
+        return StructuredVerdict.model_validate_json(text), None
+    except ValidationError as exc:
+        return None, "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'reply'}: {e['msg']}"
+                               for e in exc.errors()[:3])
+
+
+def render_structured(verdict: StructuredVerdict) -> str:
+    """A JSON verdict in the contract's form. A finding that would read as a verdict line of its own
+    (``PASS``, ``VERDICT: FAIL``) is labelled ``finding:`` so that only ``status`` gives the verdict."""
+    lines = ["## VERDICT", f"VERDICT: {verdict.status}"]
+    for finding in verdict.findings:
+        text = " ".join(finding.split())
+        if text:
+            lines.append(f"- finding: {text}" if _VERDICT_LINE.match(text) else f"- {text}")
+    return "\n".join(lines)
 
 
 class MarkerFound(BaseModel):
@@ -152,6 +205,7 @@ class ParsedVerdict(BaseModel):
     downgraded: bool = False  # the last verdict line said PASS and was overruled: FAIL
     overruled_line: str | None = None  # that PASS line
     supplement_requested: bool = False
+    structured: bool = False  # read from a JSON verdict (rendered into the contract's form first)
     markers: list[MarkerFound] = Field(default_factory=list)
     failure_signals: list[FailureSignal] = Field(default_factory=list)
     findings: list[str] = Field(default_factory=list)  # for a FAIL: what failed; for a PASS: the reasons
@@ -306,6 +360,16 @@ def parse_verdict(raw: str | None, *, quoted: Sequence[str] = ()) -> ParsedVerdi
     if not raw.strip():
         return ParsedVerdict(status=VerdictStatus.BROKEN, broken_kind="empty",
                              reasons=["verifier output is empty"])
+    structured, invalid = structured_verdict(raw)
+    if invalid is not None:
+        return ParsedVerdict(status=VerdictStatus.BROKEN, broken_kind="invalid_structured", structured=True,
+                             own_chars=len(raw.strip()),
+                             reasons=[f"the verifier's JSON reply is not a valid verdict ({invalid})"])
+    if structured is not None:
+        read = parse_verdict(render_structured(structured), quoted=quoted)
+        return read.model_copy(update={"structured": True, "reasons": [
+            f"JSON verdict (status {structured.status}, {len(structured.findings)} finding(s)) read in the "
+            "contract's form", *read.reasons]})
     own, masked_count = own_lines(raw, quoted)
     own_text = "\n".join(line if line is not None else "" for line in own)
     own_chars = len(own_text.strip())
@@ -414,5 +478,6 @@ def verdict_from_output(raw: str | None, verifier: str, *, quoted: Sequence[str]
     return parse_verdict(raw, quoted=quoted).to_verdict(verifier, raw or "")
 
 
-__all__ = ["MAX_FINDINGS", "VERDICT_CONTRACT", "FailureSignal", "ParsedVerdict", "VerdictLine", "own_lines",
-           "parse_verdict", "verdict_from_output", "verdict_lines"]
+__all__ = ["MAX_FINDINGS", "VERDICT_CONTRACT", "VERDICT_SCHEMA", "FailureSignal", "ParsedVerdict",
+           "StructuredVerdict", "VerdictLine", "own_lines", "parse_verdict", "render_structured", "structured_verdict",
+           "verdict_from_output", "verdict_lines"]

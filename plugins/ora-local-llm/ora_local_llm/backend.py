@@ -2,9 +2,16 @@
 
 Generation runs off the event loop (``asyncio.to_thread``); every failure is a typed
 ``BackendError``: a missing model file or llama.cpp that will not import or load is
-``BackendUnavailable``, a prompt longer than the context window or an empty reply is
-``BackendBadResponse``, a generation past ``timeout_s`` (or a model busy for that long) is
-``BackendTimeout`` with the partial text in its detail, never returned as an answer.
+``BackendUnavailable``, a prompt longer than the context window is ``BackendContextExceeded`` (naming
+the window), an empty reply is ``BackendBadResponse``, a generation past ``timeout_s`` (or a model busy
+for that long) is ``BackendTimeout`` carrying the partial text (``partial_output``: the call record keeps
+it), never returned as an answer.
+
+Structured output (``structured_output``, option ``structured_output``, on by default): a call
+whose ``CompletionParams.response_schema`` is set is generated under the llama.cpp grammar of that
+JSON schema, in process, and its ``Completion`` says ``constrained = True``; ``stop_unless`` does
+not apply to it. A schema llama.cpp cannot turn into a grammar is ``BackendBadResponse`` (named,
+never a silent "any JSON").
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from typing import Any
 
 from ora_core.api import (
     BackendBadResponse,
+    BackendContextExceeded,
     BackendError,
     BackendTimeout,
     BackendUnavailable,
@@ -25,7 +33,7 @@ from ora_core.api import (
     Message,
 )
 
-from .engine import EngineError, Generation, LoadedModel, generate, load_model
+from .engine import EngineError, Generation, LoadedModel, SchemaError, generate, load_model, schema_grammar
 from .model_file import ModelFileError, resolve_model_path
 from .options import LocalLLMOptions, parse_options
 
@@ -40,18 +48,25 @@ class LocalLLMBackend:
         self.family = family
         self.context_window = context_window
         self.options = options
+        #: Can constrain a reply to a JSON schema (``CompletionParams.response_schema``): shown by
+        #: ``ora models list``, read by callers that choose their reply format by it (Phase A).
+        self.structured_output: bool = options.structured_output
         self._loaded: LoadedModel | None = None
 
     # --- errors -------------------------------------------------------------------------------
 
-    def _error(self, cls: type[BackendError], message: str, detail: str = "") -> BackendError:
-        return cls(message, provider=self.provider, model=self.model, detail=detail)
+    def _error(self, cls: type[BackendError], message: str, detail: str = "", partial_output: str = "") -> BackendError:
+        return cls(message, provider=self.provider, model=self.model, detail=detail, partial_output=partial_output)
 
     def _engine_error(self, exc: EngineError) -> BackendError:
-        cls = {"import": BackendUnavailable, "load": BackendUnavailable, "context": BackendBadResponse,
+        if exc.reason == "context":
+            return BackendContextExceeded(f"the prompt does not fit the model's context window of "
+                                          f"{self.context_window} tokens: {exc}", context_window=self.context_window,
+                                          provider=self.provider, model=self.model,
+                                          detail=f"engine reason: {exc.reason}")
+        cls = {"import": BackendUnavailable, "load": BackendUnavailable,
                "busy": BackendTimeout}.get(exc.reason, BackendUnavailable)
-        prefix = {"context": "the prompt does not fit the model's context window: "}.get(exc.reason, "")
-        return self._error(cls, f"{prefix}{exc}", detail=f"engine reason: {exc.reason}")
+        return self._error(cls, str(exc), detail=f"engine reason: {exc.reason}")
 
     # --- the model ----------------------------------------------------------------------------
 
@@ -70,20 +85,27 @@ class LocalLLMBackend:
 
     def _run(self, messages: Sequence[Message], params: CompletionParams, cancel: threading.Event,
              on_delta: Any = None) -> Generation:
+        grammar = None
+        if params.response_schema is not None and self.structured_output:
+            try:
+                grammar = schema_grammar(params.response_schema)
+            except SchemaError as exc:
+                raise self._error(BackendBadResponse, f"response schema {params.schema_name!r}: {exc}",
+                                  detail=str(params.response_schema)[:1500]) from exc
         loaded = self._ensure_loaded()
         try:
             gen = generate(loaded, [{"role": m.role, "content": m.content} for m in messages],
                            max_tokens=params.max_tokens, temperature=params.temperature, stop=params.stop,
                            timeout_s=params.timeout_s, opts=self.options, cancel=cancel, on_delta=on_delta,
                            stop_unless=(params.stop_unless.text, params.stop_unless.within_chars)
-                           if params.stop_unless else None)
+                           if params.stop_unless and grammar is None else None, grammar=grammar)
         except EngineError as exc:
             raise self._engine_error(exc) from exc
         if gen.interrupted == "timeout":
             raise self._error(BackendTimeout,
                               f"generation passed timeout_s={params.timeout_s:g}s after "
                               f"{gen.completion_tokens} token(s); the partial reply is not an answer",
-                              detail=f"partial text: {gen.text[:1500]}")
+                              detail=f"partial text: {gen.text[:1500]}", partial_output=gen.text)
         if gen.interrupted in (None, "stop_unless") and not gen.text.strip():
             raise self._error(BackendBadResponse, f"the model produced no text (finish_reason={gen.finish_reason!r})",
                               detail=f"completion_tokens={gen.completion_tokens}")
@@ -102,7 +124,7 @@ class LocalLLMBackend:
         return Completion(text=gen.text, provider=self.provider, model=self.model, family=self.family,
                           prompt_tokens=gen.prompt_tokens, completion_tokens=gen.completion_tokens,
                           latency_s=time.perf_counter() - start, finish_reason=gen.finish_reason,
-                          warnings=self.model_warnings())
+                          warnings=self.model_warnings(), constrained=gen.constrained)
 
     def model_warnings(self) -> list[str]:
         """What the loaded model runs without, that the engine says only once on stderr (a Python
@@ -169,6 +191,7 @@ class LocalLLMBackend:
         return {"model_path": str(loaded.path), **conversion, "chat_format": loaded.chat_format,
                 "chat_template_from_gguf": loaded.has_gguf_template, "threads": loaded.threads,
                 "adapt_threads": (loaded.adapt_unavailable or "on") if self.options.adapt_threads else "off",
+                "structured_output": self.structured_output,
                 "n_ctx": loaded.n_ctx, "load_s": round(loaded.load_s, 3),
                 "probe_s": round(gen.latency_s, 3), "latency_s": round(time.perf_counter() - start, 3)}
 

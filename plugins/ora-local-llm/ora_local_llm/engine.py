@@ -64,6 +64,7 @@ class Generation:
     interrupted: str | None = None  # "timeout" | "cancelled" when the guard stopped the model
     waited_s: float = 0.0  # time spent waiting for the model's lock
     threads: tuple[int, int] = (0, 0)  # (generation, batch) threads this call ran on
+    constrained: bool = False  # generated under a grammar (``generate(grammar=...)``)
 
 
 _MODELS: dict[tuple[Any, ...], LoadedModel] = {}
@@ -245,6 +246,48 @@ class _Threads:
             self.model.active_threads = wanted
 
 
+class SchemaError(ValueError):
+    """A response schema llama.cpp's JSON-schema-to-grammar converter cannot turn into a grammar."""
+
+
+#: JSON string characters as llama.cpp's own (C++) converter writes them: no raw control
+#: characters (a JSON parser refuses a raw newline inside a string). llama-cpp-python's Python
+#: converter allows them; its rule is replaced (``schema_grammar``).
+_LOOSE_CHAR = 'char ::= [^"\\\\] |'
+_JSON_CHAR = 'char ::= [^"\\\\\\x7F\\x00-\\x1F] |'
+_GRAMMARS: dict[str, Any] = {}
+_GRAMMARS_LOCK = threading.Lock()
+
+
+def schema_grammar(schema: dict[str, Any]) -> Any:
+    """The ``LlamaGrammar`` of a JSON schema (compiled once per schema and process). Raises
+    ``SchemaError`` for a schema the converter refuses (it never falls back to "any JSON"
+    silently, as llama-cpp-python's ``response_format`` path does)."""
+    import json
+
+    key = json.dumps(schema, sort_keys=True, ensure_ascii=False)
+    with _GRAMMARS_LOCK:
+        cached = _GRAMMARS.get(key)
+    if cached is not None:
+        return cached
+    from llama_cpp import LlamaGrammar
+    from llama_cpp.llama_grammar import json_schema_to_gbnf
+
+    try:
+        text = json_schema_to_gbnf(json.dumps(schema))
+    except Exception as exc:  # noqa: BLE001 - the converter raises bare Exceptions/AssertionErrors; named
+        raise SchemaError(f"llama.cpp cannot turn the response schema into a grammar: "
+                          f"{type(exc).__name__}: {exc}") from exc
+    if any(line.startswith("char ::=") and not line.startswith(_LOOSE_CHAR) for line in text.splitlines()):
+        raise SchemaError("llama.cpp's grammar for the response schema has a JSON string rule of an unknown "
+                          "form; refusing to constrain with a grammar that may allow raw control characters")
+    grammar = LlamaGrammar.from_string(text.replace(_LOOSE_CHAR, _JSON_CHAR), verbose=False)
+    with _GRAMMARS_LOCK:
+        if len(_GRAMMARS) < 256:
+            _GRAMMARS[key] = grammar
+    return grammar
+
+
 def loaded_models() -> list[LoadedModel]:
     """The models this process has loaded (for checks and benchmarks)."""
     with _LOAD_LOCK:
@@ -310,11 +353,18 @@ def load_model(path: Path, n_ctx: int, opts: LocalLLMOptions) -> LoadedModel:
 def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_tokens: int, temperature: float,
              stop: Sequence[str], timeout_s: float, opts: LocalLLMOptions, cancel: threading.Event,
              on_delta: Callable[[str], None] | None = None,
-             stop_unless: tuple[str, int] | None = None) -> Generation:
+             stop_unless: tuple[str, int] | None = None, grammar: Any = None) -> Generation:
     """Run one chat completion, blocking; stream deltas to ``on_delta`` when given.
 
     ``stop_unless = (text, within_chars)``: end the reply once ``within_chars`` characters have
-    come without ``text`` (case-insensitive) among them (``finish_reason = "stop_unless"``)."""
+    come without ``text`` (case-insensitive) among them (``finish_reason = "stop_unless"``).
+
+    ``grammar`` (a ``LlamaGrammar``, see ``schema_grammar``): every token is sampled under it
+    (``Generation.constrained``). ``stop_unless`` does not apply then (the reply's shape is the
+    grammar's). A grammar forbids end-of-sequence until its document is complete, so the guard
+    cannot end such a reply by forcing end-of-sequence (llama.cpp would sample past the forced
+    token): the reply is generated as a stream, and the stream is closed at the first token after
+    a timeout or a cancel."""
     import numpy as np
     from llama_cpp import LogitsProcessorList
 
@@ -330,7 +380,8 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
         eos = llama.token_eos()
         state: dict[str, str | None] = {"interrupted": None}
         # the reply's first token index (set at the first look) and whether stop_unless is settled
-        watch: dict[str, Any] = {"base": None, "settled": stop_unless is None}
+        watch: dict[str, Any] = {"base": None, "settled": stop_unless is None or grammar is not None,
+                                 "prompt": None}
 
         def unwanted(input_ids: Any) -> bool:
             """The reply so far is ``within`` characters long and still lacks the text."""
@@ -346,6 +397,8 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
 
         def guard(input_ids: Any, scores: Any) -> Any:
             threads.tick()
+            if watch["prompt"] is None:
+                watch["prompt"] = len(input_ids)  # the first look: everything evaluated is the prompt
             if state["interrupted"] is None:
                 if cancel.is_set():
                     state["interrupted"] = "cancelled"
@@ -353,7 +406,7 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
                     state["interrupted"] = "timeout"
                 elif not watch["settled"] and unwanted(input_ids):
                     state["interrupted"] = "stop_unless"
-            if state["interrupted"] is not None:
+            if state["interrupted"] is not None and grammar is None:
                 scores[:] = -np.inf
                 scores[eos] = 0.0
             return scores
@@ -365,9 +418,11 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
         }
         if opts.seed is not None:
             kwargs["seed"] = opts.seed
+        if grammar is not None:
+            kwargs["grammar"] = grammar
         model.calls += 1
         try:
-            if on_delta is None:
+            if on_delta is None and grammar is None:
                 out = llama.create_chat_completion(**kwargs)
                 choice = out["choices"][0]
                 text = choice["message"].get("content") or ""
@@ -378,15 +433,24 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
             else:
                 parts: list[str] = []
                 finish = ""
-                for chunk in llama.create_chat_completion(stream=True, **kwargs):
-                    choice = chunk["choices"][0]
-                    delta = (choice.get("delta") or {}).get("content")
-                    if delta:
-                        parts.append(delta)
-                        on_delta(delta)
-                    finish = choice.get("finish_reason") or finish
+                chunks = llama.create_chat_completion(stream=True, **kwargs)
+                try:
+                    for chunk in chunks:
+                        choice = chunk["choices"][0]
+                        delta = (choice.get("delta") or {}).get("content")
+                        if delta:
+                            parts.append(delta)
+                            if on_delta is not None:
+                                on_delta(delta)
+                        finish = choice.get("finish_reason") or finish
+                        if grammar is not None and state["interrupted"] is not None:
+                            break  # see the docstring: a grammar's reply ends here, not at a forced EOS
+                finally:
+                    close = getattr(chunks, "close", None)
+                    if close is not None:
+                        close()  # a stream left early stops generating now, under the model's lock
                 text = "".join(parts)
-                prompt_tokens = 0
+                prompt_tokens = int(watch["prompt"] or 0)
                 completion_tokens = len(llama.tokenize(text.encode(), add_bos=False, special=False)) if text else 0
         except ValueError as exc:
             if "context window" in str(exc):
@@ -401,4 +465,5 @@ def generate(model: LoadedModel, messages: Sequence[dict[str, str]], *, max_toke
         model.lock.release()
     return Generation(text=text, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
                       finish_reason=finish, latency_s=time.perf_counter() - started,
-                      interrupted=state["interrupted"], waited_s=waited, threads=used)
+                      interrupted=state["interrupted"], waited_s=waited, threads=used,
+                      constrained=grammar is not None)

@@ -37,6 +37,9 @@ class LocalLLMOptions(PluginOptions):
     chat_format: str | None = None  # None: the chat template inside the GGUF
     top_p: float = Field(default=0.95, gt=0, le=1)
     repeat_penalty: float = Field(default=1.1, gt=0)
+    # Constrain a reply to the JSON schema a caller asks for (``CompletionParams.response_schema``)
+    # with llama.cpp's grammar of it; false: ignore schemas (callers then read replies as text).
+    structured_output: bool = True
 
 
 def parse_options(raw: dict[str, Any], backend_type: str) -> LocalLLMOptions:

@@ -15,7 +15,14 @@ from ora_local_llm.engine import CpuSample, choose_threads, cpu_sample, free_cor
 from ora_local_llm.model_file import resolve_model_path
 from ora_local_llm.options import LocalLLMOptions
 
-from ora_core.api import BackendBadResponse, BackendTimeout, BackendUnavailable, CompletionParams, ConfigError, Message
+from ora_core.api import (
+    BackendContextExceeded,
+    BackendTimeout,
+    BackendUnavailable,
+    CompletionParams,
+    ConfigError,
+    Message,
+)
 from ora_core.testing import BackendPool, TurnContext, build_messages, call_role, make_config, make_host
 
 QUESTION = build_messages("Answer in one short sentence.", "What is the capital of France?")
@@ -114,8 +121,9 @@ def test_generation_past_the_timeout_raises_a_typed_timeout_and_frees_the_model(
 def test_a_prompt_longer_than_the_context_window_is_a_typed_error() -> None:
     backend = backend_for(context_window=256)
     huge = [Message(role="user", content="word " * 600)]
-    with pytest.raises(BackendBadResponse, match="context window"):
+    with pytest.raises(BackendContextExceeded, match="context window of 256 tokens") as caught:
         asyncio.run(backend.complete(huge, CompletionParams(max_tokens=8)))
+    assert caught.value.kind == "context_window" and caught.value.context_window == 256
 
 
 def test_a_missing_model_file_is_unavailable_and_the_role_falls_back() -> None:

@@ -7,6 +7,13 @@ that speaks ``POST {base_url}/chat/completions``: vLLM, Ollama, llama.cpp's serv
 Retries with backoff on 429/5xx and dropped connections (honouring ``Retry-After``), a circuit
 breaker per endpoint, explicit timeouts, one pooled ``httpx.AsyncClient`` per backend, an
 opt-in response cache keyed by the full request. Every failure is a typed ``BackendError``.
+
+``options = { stream = true, stream_usage = true }`` streams every reply of a turn (server-sent
+events, assembled into one ``Completion``): a stream that breaks, stalls, errs or ends without
+``[DONE]`` is a typed ``BackendError`` carrying the text received so far as ``partial_output``,
+which the turn's call record keeps. A prompt over the server's context window is
+``BackendContextExceeded`` (kind ``context_window``), its message naming the window and the
+prompt's size, never retried. ``OpenAIOptions`` (``ora_openai.options``) documents every option.
 """
 
 from __future__ import annotations

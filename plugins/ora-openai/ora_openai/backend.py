@@ -7,6 +7,7 @@ import json
 import sys
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -31,7 +32,7 @@ from ora_core.api.http import deadline
 
 from .breaker import breaker_for
 from .cache import ResponseCache, default_cache_dir, request_key
-from .http import Transient, status_error
+from .http import Transient, context_error, context_overflow, server_message, status_error
 from .options import OpenAIOptions, parse_options
 from .transport import READ_BODY, AiohttpTransport, make_client, wire_headers
 
@@ -41,6 +42,32 @@ T = TypeVar("T")
 #: The request body's JSON as httpx's ``json=`` writes it; one encoder, not one per call.
 _JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _NO_AUTH: list[tuple[bytes, bytes]] = []
+
+
+#: ``finish_reason``s that say the generation failed, not that it ended: vLLM's engine abort
+#: (HTTP 200, ``[DONE]``, ``finish_reason: "abort"``) and servers that report ``"error"``.
+FAILED_FINISH = frozenset({"abort", "error"})
+
+
+class StreamState:
+    """What a server-sent-event stream has delivered so far: the text (kept whole, so a failure can
+    carry it as ``partial_output``), the ``finish_reason``, the usage and the model it names."""
+
+    __slots__ = ("parts", "chars", "finish_reason", "usage", "model", "done", "stopped", "events")
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.chars = 0
+        self.finish_reason = ""
+        self.usage: dict[str, Any] | None = None
+        self.model: Any = None
+        self.done = False  # ``data: [DONE]`` arrived
+        self.stopped = False  # the reader stopped it (``stop_unless``)
+        self.events = 0  # ``data:`` payloads read
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
 
 
 def _built_completion(fields: dict[str, Any]) -> Completion:
@@ -56,6 +83,9 @@ class OpenAIBackend:
     def __init__(self, settings: Any, options: OpenAIOptions) -> None:
         self.settings = settings
         self.options = options
+        #: Sends a caller's JSON schema as ``response_format`` (``options.response_format``): shown by
+        #: ``ora models list``; the reply to such a request is ``Completion.constrained``.
+        self.structured_output: bool = options.response_format != "off"
         self.model: str = settings.model
         self.family: str = settings.family
         self.base_url = (settings.base_url or DEFAULT_BASE_URL).rstrip("/")
@@ -94,8 +124,8 @@ class OpenAIBackend:
 
     # --- plumbing -------------------------------------------------------------------------------
 
-    def _error(self, cls: type[BackendError], message: str, detail: str = "") -> BackendError:
-        return cls(message, provider=self.provider, model=self.model, detail=detail)
+    def _error(self, cls: type[BackendError], message: str, detail: str = "", partial_output: str = "") -> BackendError:
+        return cls(message, provider=self.provider, model=self.model, detail=detail, partial_output=partial_output)
 
     def _http(self) -> httpx.AsyncClient:
         """One pooled client (and transport) per backend and event loop: connections are reused
@@ -247,8 +277,39 @@ class OpenAIBackend:
             body["stop"] = list(params.stop)
         if stream and self.options.stream_usage:
             body["stream_options"] = {"include_usage": True}
+        if self._constrains(params):
+            body["response_format"] = self._response_format(params)
         body.update(params.extra)
         return body
+
+    def _constrains(self, params: CompletionParams) -> bool:
+        """This call sends the caller's schema (its reply is ``Completion.constrained``)."""
+        return params.response_schema is not None and self.options.response_format != "off"
+
+    def _response_format(self, params: CompletionParams) -> dict[str, Any]:
+        """``response_format`` in the form ``options.response_format`` names (see ``OpenAIOptions``)."""
+        if self.options.response_format == "json_schema":
+            return {"type": "json_schema", "json_schema": {
+                "name": params.schema_name, "schema": params.response_schema,
+                "strict": self.options.json_schema_strict}}
+        return {"type": "json_object", "schema": params.response_schema}
+
+    def _format_rejected(self, exc: BackendError, body: dict[str, Any]) -> None:
+        """A request carrying ``response_format`` refused for it: HTTP 400/422, or any status whose error
+        names the field (llama-cpp-python's server answers a ``type`` it does not know with HTTP 500 and
+        its validation error). The error (the same object, its class kept) then names the option that
+        decides the field, and how to turn it off."""
+        if "response_format" not in body:
+            return
+        refused = type(exc) is BackendBadResponse and str(exc.detail).startswith(("HTTP 400", "HTTP 422"))
+        if not refused and "response_format" not in f"{exc} {exc.detail}":
+            return
+        sent = body["response_format"]
+        form = sent.get("type") if isinstance(sent, dict) else type(sent).__name__
+        hint = (f"; the request carried response_format type {form!r} (options.response_format = "
+                f"{self.options.response_format!r}): if this server does not accept it, set options.response_format "
+                'to "json_schema", "json_object" or "off" (off: no schema is sent and replies are read as text)')
+        exc.args = (f"{exc.args[0] if exc.args else 'rejected'}{hint}", *exc.args[1:])
 
     def _transport_error(self, exc: BaseException, what: str, timeout_s: float) -> Transient | BackendError:
         """A failure below HTTP: count it against the endpoint and say whether to retry."""
@@ -386,8 +447,11 @@ class OpenAIBackend:
     # --- the backend protocol -------------------------------------------------------------------
 
     async def complete(self, messages: Sequence[Message], params: CompletionParams) -> Completion:
+        """One chat completion. Under ``options.stream`` (or ``params.stream``) the reply is read as a
+        server-sent-event stream and assembled (see ``_stream_once``); otherwise one JSON answer."""
         start = time.perf_counter()
-        body = self._body(messages, params, stream=False)
+        streamed = self.options.stream or params.stream
+        body = self._body(messages, params, stream=streamed)
         cache, key = None, ""
         warnings: list[str] = []
         try:
@@ -401,11 +465,20 @@ class OpenAIBackend:
         except Exception as exc:  # noqa: BLE001 - a broken cache must not stop the call; named on stderr
             self._cache_failed("read", exc, warnings)
             cache = None
-        data, attempts = await self._with_retries(lambda: self._post_once(body, params.timeout_s))
-        text, finish, prompt_tokens, completion_tokens, model = self._parse(data)
+        try:
+            if streamed:
+                state, attempts = await self._with_retries(lambda: self._stream_once(body, params))
+                text, finish, prompt_tokens, completion_tokens, model = self._assembled(state, warnings)
+            else:
+                data, attempts = await self._with_retries(lambda: self._post_once(body, params.timeout_s))
+                text, finish, prompt_tokens, completion_tokens, model = self._parse(data)
+        except BackendError as exc:
+            self._format_rejected(exc, body)
+            raise
+        constrained = self._constrains(params) and "response_format" not in params.extra
         if cache is not None:
             stored = {"text": text, "model": model, "prompt_tokens": prompt_tokens,
-                      "completion_tokens": completion_tokens, "finish_reason": finish}
+                      "completion_tokens": completion_tokens, "finish_reason": finish, "constrained": constrained}
             try:
                 await cache.put(key, stored)
             except Exception as exc:  # noqa: BLE001 - see _cache_failed
@@ -414,7 +487,7 @@ class OpenAIBackend:
             "text": text, "provider": self.provider, "model": model, "family": self.family,
             "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
             "latency_s": time.perf_counter() - start, "finish_reason": finish, "cached": False, "attempts": attempts,
-            "warnings": warnings})
+            "warnings": warnings, "constrained": constrained})
 
     async def _open_stream(self, body: dict[str, Any], timeout_s: float) -> httpx.Response:
         self._admit()
@@ -435,48 +508,180 @@ class OpenAIBackend:
 
     async def stream(self, messages: Sequence[Message], params: CompletionParams) -> AsyncIterator[str]:
         """Text deltas from a server-sent-event stream. Retries happen only before the first byte;
-        a stream that breaks, stalls past ``timeout_s`` or ends without ``[DONE]`` raises."""
+        a stream that breaks, stalls past ``timeout_s``, ends without ``[DONE]``, carries an error
+        or ends on a failed ``finish_reason`` raises a typed ``BackendError`` whose
+        ``partial_output`` is the text delivered before it."""
         body = self._body(messages, params, stream=True)
         response, _ = await self._with_retries(lambda: self._open_stream(body, params.timeout_s))
-        deadline = time.monotonic() + params.timeout_s
-        emitted = 0
-        done = False
+        state = StreamState()
+        async with aclosing(self._deltas(response, state, params.timeout_s,
+                                         time.monotonic() + params.timeout_s)) as deltas:
+            async for delta in deltas:
+                yield delta
+        self._ended(state)
+        if not state.chars:
+            raise self._error(BackendBadResponse, f"the stream from {self.endpoint} carried no text "
+                              f"(finish_reason={state.finish_reason!r})")
+
+    # --- streaming inside complete() ------------------------------------------------------------
+
+    async def _stream_once(self, body: dict[str, Any], params: CompletionParams) -> StreamState:
+        """One streamed attempt, from the request to ``[DONE]``, within ``timeout_s`` in all (as one
+        non-streamed attempt). A failure before any text may be retried (``Transient``); once text
+        has arrived it is not (the generation would be paid for again), and the typed error carries
+        the text so far as ``partial_output``. ``params.stop_unless`` is watched as the text comes:
+        a reply that does not start the way the caller needs is stopped (``finish_reason =
+        "stop_unless"``)."""
+        state = StreamState()
+        timeout_s = params.timeout_s
+        watch = params.stop_unless
+        target = watch.text.lower() if watch is not None else ""
+        try:
+            async with deadline(timeout_s):
+                response = await self._open_stream(body, timeout_s)
+                # aclosing: a stop_unless break closes the response now, not when the generator is collected
+                async with aclosing(self._deltas(response, state, timeout_s, None, retry_empty=True)) as deltas:
+                    async for _ in deltas:
+                        if watch is None:
+                            continue
+                        seen = state.text.lower()
+                        if target in seen:
+                            watch = None  # settled: the reply is what the caller can use
+                        elif len(seen) >= watch.within_chars:
+                            state.stopped = True
+                            state.finish_reason = "stop_unless"
+                            break
+        except TimeoutError as exc:
+            self.breaker.failure("timeout: stream")
+            error = self._error(BackendTimeout, f"the stream from {self.endpoint} passed timeout_s={timeout_s:g}s "
+                                f"after {state.chars} characters", detail=f"{type(exc).__name__}: {exc}",
+                                partial_output=state.text)
+            raise (Transient(error) if self.options.retry_on_timeout and not state.chars else error) from exc
+        if state.stopped:
+            self.breaker.success()
+            return state
+        self._ended(state)
+        return state
+
+    async def _deltas(self, response: httpx.Response, state: StreamState, timeout_s: float,
+                      deadline_at: float | None, *, retry_empty: bool = False) -> AsyncIterator[str]:
+        """The text deltas of an open stream, recorded in ``state`` (finish_reason, usage, model);
+        the response is closed when the iteration ends, however it ends. Every failure is a typed
+        ``BackendError`` carrying ``state``'s text as ``partial_output`` (``Transient`` when
+        ``retry_empty`` and no text had arrived). ``deadline_at``: a ``time.monotonic()`` past
+        which the next line is a timeout (``stream()``, which has no enclosing deadline)."""
+        event = ""
         try:
             async for line in response.aiter_lines():
-                if time.monotonic() > deadline:
-                    raise self._error(BackendTimeout, f"stream from {self.endpoint} passed timeout_s="
-                                      f"{params.timeout_s:g}s after {emitted} characters")
-                if not line.startswith("data:"):
+                if deadline_at is not None and time.monotonic() > deadline_at:
+                    self.breaker.failure("timeout: stream")
+                    raise self._error(BackendTimeout, f"the stream from {self.endpoint} passed timeout_s="
+                                      f"{timeout_s:g}s after {state.chars} characters", partial_output=state.text)
+                if not line:
+                    event = ""  # a blank line ends an event
                     continue
-                payload = line[5:].strip()
+                field, _, value = line.partition(":")
+                value = value[1:] if value.startswith(" ") else value
+                if field == "event":
+                    event = value.strip()
+                    continue
+                if field == "error":  # llama.cpp's server (2025 builds): an ``error:`` line, then [DONE]
+                    raise self._stream_error(value, state)
+                if field != "data":
+                    continue  # comments (``: ping``), ``id:``, ``retry:``
+                payload = value.strip()
                 if payload == "[DONE]":
-                    done = True
+                    state.done = True
                     break
+                if not payload:
+                    continue  # an empty ``data:`` line carries nothing
+                state.events += 1
                 try:
                     chunk = json.loads(payload)
                 except ValueError as exc:
-                    raise self._error(BackendBadResponse, f"malformed stream chunk from {self.endpoint}",
-                                      detail=redact_text(payload[:1500])) from exc
-                if not isinstance(chunk, dict) or chunk.get("error"):
-                    raise self._error(BackendBadResponse, redact_text(f"the stream carried an error: {payload[:300]}"),
-                                      detail=redact_text(payload[:1500]))
-                for choice in chunk.get("choices") or []:
-                    delta = (choice.get("delta") or {}).get("content") if isinstance(choice, dict) else None
-                    if delta:
-                        emitted += len(delta)
-                        yield delta
+                    self.breaker.release()
+                    raise self._error(BackendBadResponse, f"malformed stream chunk from {self.endpoint} after "
+                                      f"{state.chars} characters", detail=redact_text(payload[:1500]),
+                                      partial_output=state.text) from exc
+                if event == "error" or not isinstance(chunk, dict) or chunk.get("error"):
+                    raise self._stream_error(payload, state)
+                if chunk.get("model"):
+                    state.model = chunk["model"]
+                usage = chunk.get("usage")
+                if isinstance(usage, dict):
+                    state.usage = usage
+                for choice in chunk.get("choices") or ():
+                    if not isinstance(choice, dict):
+                        continue
+                    delta = choice.get("delta")
+                    content = delta.get("content") if isinstance(delta, dict) else None
+                    if isinstance(content, str) and content:
+                        state.parts.append(content)
+                        state.chars += len(content)
+                        yield content
+                    if choice.get("finish_reason"):
+                        state.finish_reason = str(choice["finish_reason"])
         except httpx.HTTPError as exc:
-            problem = self._transport_error(exc, f"stream broke after {emitted} characters", params.timeout_s)
-            raise (problem.error if isinstance(problem, Transient) else problem) from exc
+            problem = self._transport_error(exc, f"stream broke after {state.chars} characters", timeout_s)
+            error = problem.error if isinstance(problem, Transient) else problem
+            error.partial_output = state.text
+            if isinstance(problem, Transient) and retry_empty and not state.chars:
+                raise problem from exc
+            raise error from exc
         finally:
             await response.aclose()
-        if not done:
+
+    def _stream_error(self, payload: str, state: StreamState) -> BackendError:
+        """The typed error for an error a stream carried (a ``data:`` object with an ``error``, an
+        ``event: error``, llama.cpp's ``error:`` line): a prompt over the context window is
+        ``BackendContextExceeded``, anything else the server failing mid-generation."""
+        detail = f"in the stream from {self.endpoint}: {redact_text(payload[:1500])}"
+        said = server_message(payload.encode("utf-8", "replace"))
+        overflow = context_overflow(0, payload)
+        if overflow is not None:
+            self.breaker.release()
+            error: BackendError = context_error(*overflow, said, status=None, provider=self.provider,
+                                                model=self.model, endpoint=self.endpoint, detail=detail)
+            error.partial_output = state.text
+            return error
+        self.breaker.failure("error in stream")
+        return self._error(BackendUnavailable, f"the stream from {self.endpoint} carried an error after "
+                           f"{state.chars} characters: {said}", detail=detail, partial_output=state.text)
+
+    def _ended(self, state: StreamState) -> None:
+        """Judge a stream that stopped coming: it must have ended with ``[DONE]`` and not on a
+        failed ``finish_reason``; the circuit breaker hears the verdict."""
+        if not state.done:
             self.breaker.failure("stream ended early")
-            raise self._error(BackendUnavailable, f"the stream from {self.endpoint} ended without [DONE] "
-                              f"after {emitted} characters")
+            why = ("the server closed it before the end" if state.events else
+                   "the server sent no event at all: the request failed before its first token (llama-cpp-python's "
+                   "server ends a stream this way, e.g. for a prompt over its context window; its log says why)")
+            raise self._error(BackendUnavailable, f"the stream from {self.endpoint} ended without [DONE] after "
+                              f"{state.chars} characters (finish_reason={state.finish_reason or 'none'!r}): {why}",
+                              partial_output=state.text)
+        if state.finish_reason in FAILED_FINISH:
+            self.breaker.failure(f"finish_reason {state.finish_reason}")
+            raise self._error(BackendUnavailable, f"the stream from {self.endpoint} ended with finish_reason="
+                              f"{state.finish_reason!r} after {state.chars} characters: the server gave up on the "
+                              "generation", partial_output=state.text)
         self.breaker.success()
-        if not emitted:
-            raise self._error(BackendBadResponse, "the stream carried no text")
+
+    def _assembled(self, state: StreamState, warnings: list[str]) -> tuple[str, str, int, int, str]:
+        """``(text, finish_reason, prompt_tokens, completion_tokens, model)`` of a finished stream, as
+        ``_parse`` gives them for one JSON answer. A stream that reported no usage is named in
+        ``warnings`` (the ledger would otherwise show 0 tokens as if that were measured)."""
+        text = state.text
+        if not text.strip():
+            raise self._error(BackendBadResponse, f"the stream from {self.endpoint} carried no text "
+                              f"(finish_reason={state.finish_reason!r})", partial_output=text)
+        usage = state.usage or {}
+        if state.usage is None and not state.stopped:
+            why = ("options.stream_usage is off, so it was not asked for" if not self.options.stream_usage
+                   else "it was asked for (stream_options.include_usage) but the server sent none")
+            warnings.append(f"the stream from {self.endpoint} reported no token usage ({why}); "
+                            "this call's token counts are 0, not measured")
+        return (text, state.finish_reason, int(usage.get("prompt_tokens") or 0),
+                int(usage.get("completion_tokens") or 0), self._effective_model(state.model))
 
     async def check(self) -> dict[str, Any]:
         """``GET {base_url}/models``: reachable, credentials accepted, and is the model listed?"""

@@ -11,7 +11,28 @@ from ora_core.api import ConfigError, PluginOptions
 
 class OpenAIOptions(PluginOptions):
     """``[backends.<name>] options`` of a ``openai`` backend, declared as the factory's ``options_model``:
-    the kernel refuses an unknown key or a wrong type before a turn runs."""
+    the kernel refuses an unknown key or a wrong type before a turn runs.
+
+    Streaming inside a turn (``stream = true``): every model call of the backend reads its reply as
+    a server-sent-event stream and returns it assembled (text, ``finish_reason``, token counts,
+    latency), instead of waiting for one JSON answer. What it buys: a reply that breaks, stalls or
+    errs half-way fails as a typed ``BackendError`` whose ``partial_output`` is the text received so
+    far (the trace keeps it as the call's output), and a Phase A reply that does not start with its
+    header is stopped early (``finish_reason = "stop_unless"``). A stream counts as ended only on
+    ``data: [DONE]``: a close without it (a killed server, a proxy cutting the connection),
+    an ``error`` object in the stream, or ``finish_reason`` ``abort``/``error`` is a failure, never a
+    short answer. Retries (``max_retries``) happen only while no text has arrived; the whole stream
+    must end within ``timeout_s``, like one non-streamed attempt.
+
+    ``stream_usage = true`` asks for the token counts in a final chunk (``stream_options:
+    {include_usage: true}``; OpenAI, vLLM, llama.cpp's server and llama-cpp-python's answer it); set
+    it with ``stream = true``, or the counts are 0 and each turn names that in a
+    ``<step>-backend-warning`` contingency.
+
+    A prompt over the model's context window is ``BackendContextExceeded`` (kind
+    ``context_window``), streamed or not: its message names the window and the prompt's size when
+    the server says them, and it is never retried (see ``ora_openai.http``).
+    """
 
     model_config = ConfigDict(extra="forbid")
 
@@ -35,7 +56,20 @@ class OpenAIOptions(PluginOptions):
     cache_dir: str | None = None  # default: <user cache dir>/ora/openai-responses
     cache_ttl_s: float | None = Field(default=None, gt=0)
     headers: dict[str, str] = Field(default_factory=dict)
-    stream_usage: bool = False  # ask for usage in the final stream chunk (OpenAI, vLLM)
+    # read every reply of a turn as a server-sent-event stream (see the class docstring)
+    stream: bool = False
+    stream_usage: bool = False  # ask for usage in the final stream chunk (OpenAI, vLLM, llama.cpp)
+    # How a caller's JSON schema (``CompletionParams.response_schema``) goes to the server:
+    # "json_object": ``{"type": "json_object", "schema": ...}``: llama-cpp-python's server
+    #   (``python -m llama_cpp.server``, 0.3.x: it refuses any other type) constrains the reply with the
+    #   schema's grammar; vLLM accepts it as JSON mode (one JSON object, the schema unenforced: the
+    #   caller validates the reply);
+    # "json_schema": ``{"type": "json_schema", "json_schema": {"name", "schema", "strict"}}``: OpenAI,
+    #   vLLM and llama.cpp's own ``llama-server`` enforce the schema;
+    # "off": no response_format is sent and callers read replies as text. A server that rejects the
+    #   field (HTTP 400/422) fails as BackendBadResponse naming this option.
+    response_format: Literal["json_object", "json_schema", "off"] = "json_object"
+    json_schema_strict: bool = True  # the json_schema form's "strict"
 
 
 def parse_options(raw: dict[str, Any], backend_type: str) -> OpenAIOptions:

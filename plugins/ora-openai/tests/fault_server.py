@@ -16,6 +16,20 @@ sets the behaviours its requests meet, one per request, the last one repeating:
     stream-drop           (streaming) two chunks, then the connection closes mid-stream
     stream-nodone         (streaming) every chunk, a clean close, but no ``data: [DONE]``
     stream-slow:<s>[:<text>] (streaming) every chunk, each after a pause of <s> seconds
+    stream-error          (streaming) two chunks, ``data: {"error": ...}``, then ``[DONE]`` (vLLM)
+    stream-error-line     (streaming) two chunks, a bare ``error: {...}`` line, then ``data: [DONE]``
+                          (llama.cpp's server, 2025 builds)
+    stream-abort          (streaming) two chunks, then ``finish_reason: "abort"`` and ``[DONE]`` (vLLM's
+                          engine abort)
+    stream-ctx            (streaming) no chunk, an ``error`` object saying the prompt exceeds the context
+                          window, then ``[DONE]``
+    stream-empty          (streaming) 200 and a clean end of the body, no event at all (what
+                          llama-cpp-python's server sends when the request fails before its first token)
+    ctx:<shape>           the body a server sends for a prompt over its context window (``CONTEXT_BODIES``:
+                          llama-cpp-python, openai, vllm, vllm-new, llama.cpp)
+
+A streamed completion ends with a ``finish_reason: "stop"`` chunk and, when the request asks
+``stream_options.include_usage``, a usage chunk with empty ``choices`` (as OpenAI sends it).
 
 Every request is recorded (prefix, path, JSON body, headers, client port, time). A request in
 absolute form (``POST http://host/prefix/...``, as a client sends it to a forward proxy) is
@@ -34,6 +48,29 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 DEFAULT_TEXT = "Paris is the capital of France."
+
+#: (status, body) each server answers for a prompt over its context window.
+CONTEXT_BODIES: dict[str, tuple[int, dict[str, Any]]] = {
+    # what llama-cpp-python 0.3.36's server answered here for a 3127-token prompt with --n_ctx 2048
+    "llama-cpp-python": (400, {"error": {
+        "message": "This model's maximum context length is 2048 tokens. However, you requested 3151 tokens "
+                   "(3127 in the messages, 24 in the completion). Please reduce the length of the messages or "
+                   "completion.", "type": "invalid_request_error", "param": "messages",
+        "code": "context_length_exceeded"}}),
+    "openai": (400, {"error": {
+        "message": "This model's maximum context length is 8192 tokens. However, your messages resulted in 9013 "
+                   "tokens. Please reduce the length of the messages.", "type": "invalid_request_error",
+        "param": "messages", "code": "context_length_exceeded"}}),
+    "vllm": (400, {"object": "error", "message": "This model's maximum context length is 4096 tokens. However, you "
+                   "requested 5000 tokens (4488 in the messages, 512 in the completion). Please reduce the length "
+                   "of the messages or completion.", "type": "BadRequestError", "param": None, "code": 400}),
+    "vllm-new": (400, {"error": {"message": "'max_tokens' or 'max_completion_tokens' is too large: 512. This model's "
+                                 "maximum context length is 4096 tokens and your request has 3900 input tokens "
+                                 "(512 > 4096 - 3900).", "type": "BadRequestError", "param": None, "code": 400}}),
+    "llama.cpp": (400, {"error": {"code": 400, "message": "request (4476 tokens) exceeds the available context size "
+                                  "(4096 tokens), try increasing it", "type": "exceed_context_size_error",
+                                  "n_prompt_tokens": 4476, "n_ctx": 4096}}),
+}
 
 
 @dataclass
@@ -147,6 +184,10 @@ class _Handler(BaseHTTPRequestHandler):
             with contextlib.suppress(OSError):
                 self.connection.shutdown(socket.SHUT_RDWR)
             return
+        if kind == "ctx":
+            status, payload = CONTEXT_BODIES[arg]
+            self._send_json(status, payload)
+            return
         if kind.isdigit():
             status = int(kind)
             headers = {"Retry-After": arg} if (status == 429 and arg) else {}
@@ -172,16 +213,27 @@ class _Handler(BaseHTTPRequestHandler):
             pause = float(seconds or 0.2)
         text = "" if kind == "empty" else (arg or DEFAULT_TEXT)
         if body.get("stream"):
-            self._stream(text, model, kind, pause)
+            usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            self._stream(text, model, kind, pause, usage=usage)
             return
         self._send_json(200, completion_body(text, model))
 
-    def _stream(self, text: str, model: str, kind: str, pause: float = 0.0) -> None:
+    def _event(self, payload: str, field: str = "data") -> None:
+        self.wfile.write(f"{field}: {payload}\n\n".encode())
+        self.wfile.flush()
+
+    def _stream(self, text: str, model: str, kind: str, pause: float = 0.0, *, usage: bool = False) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Connection", "close")
         self.end_headers()
         self.close_connection = True
+        if kind == "stream-empty":
+            return
+        if kind == "stream-ctx":
+            self._event(json.dumps({"error": CONTEXT_BODIES["llama.cpp"][1]["error"]}))
+            self._event("[DONE]")
+            return
         words = text.split(" ")
         pieces = [w if i == 0 else " " + w for i, w in enumerate(words)]
         for i, piece in enumerate(pieces):
@@ -190,12 +242,28 @@ class _Handler(BaseHTTPRequestHandler):
                     self.wfile.flush()
                     self.connection.shutdown(socket.SHUT_RDWR)
                 return
+            if i == 2 and kind in ("stream-error", "stream-error-line"):
+                error = {"error": {"message": "injected mid-stream failure", "type": "server_error", "code": 500}}
+                self._event(json.dumps(error) if kind == "stream-error" else json.dumps(error["error"]),
+                            field="data" if kind == "stream-error" else "error")
+                self._event("[DONE]")
+                return
+            if i == 2 and kind == "stream-abort":
+                self._event(json.dumps({"id": "c", "object": "chat.completion.chunk", "model": model,
+                                        "choices": [{"index": 0, "delta": {}, "finish_reason": "abort"}]}))
+                self._event("[DONE]")
+                return
             chunk = {"id": "c", "object": "chat.completion.chunk", "model": model,
                      "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]}
             if pause and i:
                 time.sleep(pause)
-            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-            self.wfile.flush()
+            self._event(json.dumps(chunk))
+        self._event(json.dumps({"id": "c", "object": "chat.completion.chunk", "model": model,
+                                "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}))
+        if usage:
+            self._event(json.dumps({"id": "c", "object": "chat.completion.chunk", "model": model, "choices": [],
+                                    "usage": {"prompt_tokens": 11, "completion_tokens": len(pieces),
+                                              "total_tokens": 11 + len(pieces)}}))
         if kind != "stream-nodone":
             self.wfile.write(b"data: [DONE]\n\n")
         self.wfile.flush()

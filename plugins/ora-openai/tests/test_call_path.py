@@ -157,7 +157,7 @@ def test_the_built_completion_equals_the_validated_one(server: FaultServer) -> N
     assert type(completion.latency_s) is float and completion.latency_s > 0
     fields = {"text": "t", "provider": "openai", "model": "m", "family": "f", "prompt_tokens": 1,
               "completion_tokens": 2, "latency_s": 0.5, "finish_reason": "stop", "cached": False, "attempts": 2,
-              "warnings": ["w"]}
+              "warnings": ["w"], "constrained": False}
     assert _built_completion(dict(fields)) == Completion(**fields)
     assert list(fields) == list(Completion.model_fields), "every field, in field order"
 

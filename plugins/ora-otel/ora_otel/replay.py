@@ -45,6 +45,7 @@ class StepDocument(BaseModel):
     output: dict[str, Any] = Field(default_factory=dict)
     health: dict[str, Any] = Field(default_factory=dict)
     events: list[dict[str, Any]] = Field(default_factory=list)
+    calls: list[dict[str, Any]] = Field(default_factory=list)  # the step's model_call events
 
 
 class TurnDocument(BaseModel):
@@ -126,7 +127,7 @@ def read_turn(path: Path) -> StoredTurn:
         if doc.started_at is None:
             raise ReplayError(f"{file}: the step has no started_at")
         events.append(Event("step_started", doc.started_at, doc.step, doc.index, data={"input": doc.input}))
-        events += [_recorded(record, file) for record in doc.events if isinstance(record, dict)]
+        events += [_recorded(record, file) for record in [*doc.events, *doc.calls] if isinstance(record, dict)]
         if doc.status == "finished" and doc.finished_at is not None:
             events.append(Event("step_finished", doc.finished_at, doc.step, doc.index,
                                 data={"output": doc.output, "health": doc.health}))

@@ -285,7 +285,8 @@ def gear4(tmp_path: Path) -> Any:
             "retrieval": {"streams": {"conversation": False, "relationship": False}},
             "backends": {"local": {"options": options},
                          "other": {"type": "scripted", "model": "scripted-2", "family": "other", "options": options}},
-            "roles": {"breadth": "other"},
+            # the consolidator runs on local: the final verifier on the other family (no self-verification)
+            "roles": {"breadth": "other", "final_verifier": "other"},
             "plugins": {"trace-fs": {"fsync": False}, **({"otel": otel} if otel is not None else {})},
         }
         for key, value in config.items():

@@ -3,15 +3,19 @@
 ``[backends.x] type = "scripted"`` with ``options``:
 
 - ``rules``: a list of ``{match = "<regex>", reply = "<text>", on = "user|system|any"}``; the
-  first rule whose regex matches the chosen message (default: the last user message) wins.
+  first rule whose regex matches the chosen message (default: the last user message; ``any``: the
+  system message, a newline, then the last user message) wins. With ``expand = true`` the reply is
+  a template of the match (``re.Match.expand``): ``\\1``, ``\\g<name>`` are the text the regex
+  captured, so a scripted model can answer from what it was sent (a clock reading, a chunk, the
+  prompt). A template that refers to a group the regex lacks is refused with the configuration.
 - ``default``: the reply when no rule matches (default: an honest "I don't know" with a gap).
 - ``replies``: a list consumed in order before the rules (a conversation script).
 - ``latency_s``: simulated latency (asyncio.sleep).
 - ``family``/``model`` come from the table as usual.
 
 Declared as ``ScriptedOptions`` (the factory's ``options_model``): an unknown key, a rule without
-``match``/``reply``, an ``on`` other than ``user``/``system``/``any`` or a regex that does not
-compile is refused before a turn runs.
+``match``/``reply``, an ``on`` other than ``user``/``system``/``any``, a regex that does not
+compile or an ``expand`` reply that is not a template of it is refused before a turn runs.
 
 A reply of the form ``!error:<kind>`` raises the typed ``BackendError`` of that kind
 (``timeout``, ``rate_limited``, ``auth``, ``session_expired``, ``unavailable``,

@@ -8,7 +8,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from ora_core.api import (
     BackendAuthError,
@@ -65,7 +65,9 @@ class ScriptedBackend:
                  default: str = DEFAULT_REPLY, latency_s: float = 0.0) -> None:
         self.model = model
         self.family = family
-        self.rules = [(re.compile(r["match"], re.I | re.S), _literal(r["match"]), r["reply"], r.get("on", "user"))
+        # A rule whose reply is a template (``expand``) needs its match object: it takes the regex.
+        self.rules = [(re.compile(r["match"], re.I | re.S), None if r.get("expand") else _literal(r["match"]),
+                       r["reply"], r.get("on", "user"), bool(r.get("expand")))
                       for r in rules]
         self.replies = list(replies)
         self.default = default
@@ -78,8 +80,13 @@ class ScriptedBackend:
         user = next((m.content for m in reversed(messages) if m.role == "user"), "")
         system = next((m.content for m in messages if m.role == "system"), "")
         lowered: dict[str, str | None] = {}  # per target: lower-cased, or None (take the regex)
-        for pattern, literal, reply, on in self.rules:
+        for pattern, literal, reply, on, expand in self.rules:
             target = {"user": user, "system": system}.get(on, system + "\n" + user)
+            if expand:
+                found = pattern.search(target)
+                if found:
+                    return found.expand(reply)
+                continue
             if literal is not None and on not in lowered:
                 lowered[on] = None if _FOLDS_TO_ASCII.search(target) else target.lower()
             low = lowered.get(on) if literal is not None else None
@@ -116,6 +123,9 @@ class ScriptedRule(PluginOptions):
     match: str  # a regular expression (case-insensitive, dot matches newlines)
     reply: str
     on: Literal["user", "system", "any"] = "user"  # which message the regex reads
+    #: The reply is a template of the match (``re.Match.expand``): ``\1`` / ``\g<name>`` are the text
+    #: the regex captured (e.g. a model that answers from the clock reading it was given).
+    expand: bool = False
 
     @field_validator("match")
     @classmethod
@@ -125,6 +135,22 @@ class ScriptedRule(PluginOptions):
         except re.error as exc:
             raise ValueError(f"bad regular expression {value!r}: {exc}") from None
         return value
+
+    @model_validator(mode="after")
+    def _template_fits(self) -> ScriptedRule:
+        """An ``expand`` reply is tried on an empty match with the same groups, so a reference to a
+        group the regex lacks, or a bad escape, is refused with the configuration, not mid-turn."""
+        if self.expand:
+            compiled = re.compile(self.match)
+            names = {number: name for name, number in compiled.groupindex.items()}
+            shape = "".join(f"(?P<{names[i]}>)" if i in names else "()" for i in range(1, compiled.groups + 1))
+            empty = re.match(shape, "")
+            assert empty is not None  # only empty groups: it matches the empty string
+            try:
+                empty.expand(self.reply)
+            except (re.error, IndexError) as exc:
+                raise ValueError(f"reply is not a template of match {self.match!r}: {exc}") from None
+        return self
 
 
 class ScriptedOptions(PluginOptions):

@@ -1,4 +1,5 @@
-"""``ora trace ls``, ``ora trace show [TURN]``, ``ora trace view [TURN]`` and ``ora health [--html]``."""
+"""``ora trace ls``, ``ora trace show [TURN]``, ``ora trace view [TURN]``, ``ora trace calls [TURN]``,
+``ora trace replay [TURN] --step S --call N`` and ``ora health [--html]``."""
 
 from __future__ import annotations
 
@@ -120,6 +121,60 @@ def register(cli: typer.Typer, ora: Any) -> None:
         typer.echo(str(target))
         if open_page:
             _open_in_browser(target)
+
+    @trace_app.command("calls")
+    def trace_calls(
+        turn: Optional[str] = typer.Argument(None, help="Turn id, unique prefix, or directory (default: latest)."),
+        step: Optional[str] = typer.Option(None, "--step", "-s", help="Only this step's calls."),
+        as_json: bool = typer.Option(False, "--json", help="Print every call whole (messages and output) as JSON."),
+        root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
+    ) -> None:
+        """List a turn's model calls: step, number, role, backend, why, finish reason, tokens, latency."""
+        from .calls import CallLookupError, turn_calls
+
+        try:
+            path, calls = turn_calls(_root(root), turn, step)
+        except CallLookupError as exc:
+            raise _fail(str(exc)) from None
+        if as_json:
+            typer.echo(json.dumps(calls, indent=2, ensure_ascii=False))
+            return
+        if not calls:
+            typer.echo(f"no model calls in {path}" + (f" step {step!r}" if step else ""))
+            return
+        _print_calls(path, calls)
+
+    @trace_app.command("replay")
+    def trace_replay(
+        turn: Optional[str] = typer.Argument(None, help="Turn id, unique prefix, or directory (default: latest)."),
+        step: str = typer.Option(..., "--step", "-s", help="The step whose call to re-send."),
+        call: int = typer.Option(..., "--call", "-n", min=1, help="The call's number within the step "
+                                                                  "(`ora trace calls` lists them)."),
+        backend: Optional[str] = typer.Option(None, "--backend", help="A configured backend to send it to (default: "
+                                                                      "the one the configuration names for the "
+                                                                      "call's role)."),
+        as_json: bool = typer.Option(False, "--json", help="Print the recorded and the new call as JSON."),
+        root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
+    ) -> None:
+        """Re-send one recorded model call and print the new output beside the recorded one."""
+        from ora_core.api import Ora, OraError
+
+        from .calls import CallLookupError, find_call
+
+        try:
+            _, record = find_call(_root(root), turn, step, call)
+        except CallLookupError as exc:
+            raise _fail(str(exc)) from None
+        try:
+            result = Ora(host=_ora.host, config=_ora.config()).replay_call(record, backend=backend)
+        except OraError as exc:
+            raise _fail(str(exc)) from None
+        if as_json:
+            typer.echo(result.model_dump_json(indent=2))
+        else:
+            _print_replay(result)
+        if result.error:
+            raise typer.Exit(1)
 
     @cli.command("health")
     def health(
@@ -254,6 +309,30 @@ def _render_turn(data: dict[str, Any], *, brief: bool) -> None:
             if step["markdown"]:
                 console.rule(step["file"])
                 console.print(Markdown(step["markdown"]))
+
+
+def _print_calls(path: Path, calls: list[dict[str, Any]]) -> None:
+    """One plain line per call (every field whole, as ``ora plugins list`` prints)."""
+    typer.echo(f"model calls of {path}")
+    for c in calls:
+        tokens = f"{c.get('prompt_tokens', 0)}->{c.get('completion_tokens', 0)} tok"
+        family = f"/{c['family']}" if c.get("family") else ""
+        state = f"ERROR {c['error'].get('kind', '')}" if c.get("error") else (c.get("finish_reason") or "-")
+        typer.echo(f"  {c.get('step')} #{c.get('step_call')} (turn call {c.get('call')})  {c.get('role')} on "
+                   f"{c.get('backend') or c.get('effective_provider')}{family} {c.get('effective_model') or '-'}  "
+                   f"{state}  {tokens}  {c.get('latency_s', 0):.2f}s  why: {c.get('why') or '-'}")
+
+
+def _print_replay(result: Any) -> None:
+    typer.echo(f"step {result.step} call {result.step_call} (turn call {result.call}); why: {result.why}")
+    typer.echo(f"--- recorded: {result.recorded_backend} {result.recorded_model} "
+               f"({result.recorded_error['kind'] if result.recorded_error else result.recorded_finish_reason})")
+    typer.echo(result.recorded_output if result.recorded_output is not None else "(no output recorded)")
+    state = f"ERROR {result.error.get('kind')}: {result.error.get('message')}" if result.error \
+        else f"{result.finish_reason}, {result.prompt_tokens}->{result.completion_tokens} tok, {result.latency_s:.2f}s"
+    typer.echo(f"--- now: {result.backend} {result.model} ({state})")
+    typer.echo(result.output if result.output is not None else "(no output)")
+    typer.echo(f"--- {'changed' if result.changed else 'unchanged'}")
 
 
 def _render_health(report: dict[str, Any]) -> None:

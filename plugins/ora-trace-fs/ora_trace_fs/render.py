@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 from typing import Any
 
 from .encoding import accepted, pretty
@@ -46,6 +48,7 @@ def _sections(parts: list[str], values: dict[str, Any], safe: bool, skip: frozen
 
 
 _SKIPPED_OUTPUT = frozenset((*SPECIAL_OUTPUT, "answer"))
+_LEAD_OUTPUT = frozenset((*_SKIPPED_OUTPUT, "lineage"))  # rendered ahead of Input (``_special_output``)
 
 
 def render_step_markdown(doc: dict[str, Any]) -> str:
@@ -59,7 +62,7 @@ def render_step_markdown(doc: dict[str, Any]) -> str:
              f"**started:** {doc.get('started_at')}\n\n"]
     if health.get("contingencies"):
         parts.append("**Contingencies:** " + ", ".join(f"`{c}`" for c in health["contingencies"]) + "\n\n")
-    if not _SKIPPED_OUTPUT.isdisjoint(output) or "pending_clarification" in output \
+    if not _LEAD_OUTPUT.isdisjoint(output) or "pending_clarification" in output \
             or "pending_clarification_swallowed" in output:
         lines: list[str] = []
         _special_output(lines, output)
@@ -70,6 +73,10 @@ def render_step_markdown(doc: dict[str, Any]) -> str:
     _sections(parts, doc.get("input") or {}, safe)
     parts.append("## Output\n\n")
     _sections(parts, output, safe, _SKIPPED_OUTPUT)
+    calls = doc.get("calls") or []
+    if calls:
+        parts.append("## Model calls\n\n")
+        parts += [_call_markdown(c, safe) for c in calls if isinstance(c, dict)]
     events = doc.get("events") or []
     if events:
         parts.append("## Events\n\n")
@@ -80,8 +87,61 @@ def render_step_markdown(doc: dict[str, Any]) -> str:
     return "".join(parts)[:-1]
 
 
+_BACKTICKS = re.compile(r"`{3,}")
+
+
+def _fenced(text: str, lang: str = "text") -> str:
+    """``text`` in a code fence longer than any run of backticks inside it (a model's output may
+    hold fences of its own)."""
+    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=2)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{lang}\n{text}\n{fence}\n"
+
+
+def _call_markdown(call: dict[str, Any], safe: bool) -> str:
+    """One model call, collapsed (``<details>``): what exactly was sent, what came back, why."""
+    who = call.get("backend") or call.get("effective_provider") or "?"
+    family = f" ({call['family']})" if call.get("family") else ""
+    tokens = f"{call.get('prompt_tokens', 0)}→{call.get('completion_tokens', 0)} tokens"
+    latency = call.get("latency_s")
+    summary = (f"Call {call.get('step_call', '?')} (turn call {call.get('call', '?')}) · {call.get('why') or '—'} · "
+               f"{who}{family} `{call.get('effective_model') or '?'}` · {call.get('finish_reason') or '—'} · {tokens}"
+               + (f" · {latency:.2f} s" if isinstance(latency, (int, float)) else ""))
+    parts = [f"<details>\n<summary>{html.escape(summary, quote=False)}</summary>\n\n"]
+    for message in call.get("messages") or []:
+        if isinstance(message, dict):
+            parts.append(f"#### {message.get('role', '?')}\n\n{_fenced(str(message.get('content', '')))}\n")
+    output = call.get("output")
+    if call.get("error"):
+        parts.append("#### error\n\n" + _block(call["error"], safe) + "\n\n")
+        parts.append("#### partial output\n\n" + (_fenced(output) if isinstance(output, str) else "none received\n")
+                     + "\n")
+    else:
+        parts.append("#### output\n\n" + (_fenced(output) if isinstance(output, str) else "none\n") + "\n")
+    parts.append("#### parameters\n\n" + _block(call.get("params") or {}, safe) + "\n\n</details>\n\n")
+    return "".join(parts)
+
+
+def _lineage_line(edge: dict[str, Any]) -> str:
+    """A judged edge in one line: who judged whose output, their relation, what the policy did."""
+    def who(identity: Any) -> str:
+        if not isinstance(identity, dict):
+            return "an unrecorded model"
+        return (f"{identity.get('backend') or '?'} ({identity.get('model') or 'no model id'}, "
+                f"{identity.get('family') or 'family undeclared'})")
+
+    relation = edge.get("relation", "?")
+    flag = "⚠️ " if relation in ("same", "unknown") else ""
+    judges = ", ".join(who(j) for j in edge.get("judges") or []) or "no model"
+    return (f"> {flag}**Lineage: {relation}** ({edge.get('reason', '')}) — {edge.get('edge', '')}: judged by "
+            f"{judges} on the output of {who(edge.get('author'))}; same_lineage = {edge.get('policy', '?')}: "
+            f"{edge.get('action', '?')}" + (f" to {edge['routed_to']}" if edge.get("routed_to") else ""))
+
+
 def _special_output(lines: list[str], output: dict[str, Any]) -> None:
     """The sections some steps' outputs carry, before Input: each ends with an empty line."""
+    if isinstance(output.get("lineage"), dict):
+        lines += [_lineage_line(output["lineage"]), ""]
     if output.get("pending_clarification"):
         lines += ["> ❓ **Pending clarification:** " + str(output["pending_clarification"]), ""]
     if output.get("pending_clarification_swallowed"):

@@ -248,14 +248,15 @@ class TurnWriter:
             step = event.step
             doc = self.steps[step] = {
                 "step": step, "index": event.step_index, "status": "running",
-                "started_at": event.at.isoformat(), "input": data.get("input", {}), "events": [],
+                "started_at": event.at.isoformat(), "input": data.get("input", {}), "events": [], "calls": [],
             }
             self.write_json(self.step_file(step, event.step_index) + "json", doc)
             self.streams.add(index.step_stream(doc["input"]))
             return
         if kind == "step_finished":
             step = event.step
-            doc = self.steps.pop(step, None) or {"step": step, "index": event.step_index, "input": {}, "events": []}
+            doc = self.steps.pop(step, None) or {"step": step, "index": event.step_index, "input": {}, "events": [],
+                                                 "calls": []}
             health = data.get("health", {})
             doc.update(status="finished", finished_at=event.at.isoformat(), output=data.get("output", {}),
                        health=health)
@@ -280,7 +281,12 @@ class TurnWriter:
             if kind == "supplement":
                 self.supplements.append(record)
         target = self.steps.get(event.step)
-        (target["events"] if target is not None else self.turn_events).append(record)
+        if target is None:
+            self.turn_events.append(record)
+        elif kind == "model_call":  # every call verbatim, in the step's own list (docs/trace.md)
+            target["calls"].append(record)
+        else:
+            target["events"].append(record)
 
     def step_file(self, step: str, index: int | None, ext: str = "") -> str:
         """``NN-<step>.`` + ``ext`` (the sanitised stem is computed once per step)."""

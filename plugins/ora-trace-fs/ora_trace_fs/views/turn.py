@@ -52,8 +52,17 @@ def supplement_row(record: Any) -> dict[str, Any]:
 
 
 def model_call_row(event: Any) -> dict[str, Any]:
-    return pick(event, role="", prompt_key="", planned_provider="", planned_model="", effective_provider="",
-                effective_model="", prompt_tokens=0, completion_tokens=0, latency_s=None, attempts=1, mismatch=False)
+    """One recorded model call: the ledger columns, and the call verbatim (the messages sent, the
+    parameters, the raw output or a failure's partial output), which the page shows collapsed."""
+    row = pick(event, role="", prompt_key="", planned_provider="", planned_model="", effective_provider="",
+               effective_model="", prompt_tokens=0, completion_tokens=0, latency_s=None, attempts=1, mismatch=False,
+               call=0, step_call=0, backend="", planned_backend="", family="", why="", finish_reason="",
+               output=None, error=None)
+    record = event if isinstance(event, dict) else {}
+    row["messages"] = [pick(m, role="?", content="") for m in record.get("messages") or [] if isinstance(m, dict)]
+    row["params_json"] = pretty_json(record.get("params") or {})
+    row["error_json"] = pretty_json(row["error"]) if row["error"] else ""
+    return row
 
 
 def budget_view(budget: Any) -> dict[str, Any] | None:
@@ -321,7 +330,8 @@ def build_turn_view(turn_dir: Path) -> dict[str, Any]:
             "verdict_view": _verdict_view(doc, chunks),
             "text": output.get("text") if isinstance(output.get("text"), str) else None,
             "answer": output.get("answer") if isinstance(output.get("answer"), str) else None,
-            "model_calls": [model_call_row(e) for e in events if e.get("kind") == "model_call"],
+            "model_calls": [model_call_row(e) for e in [*(doc.get("calls") or []), *events]
+                            if isinstance(e, dict) and e.get("kind") == "model_call"],
             "events": [{"kind": str(e.get("kind")), "json": pretty_json(e)} for e in events
                        if e.get("kind") not in ("contingency", "model_call")],
             "supplements": [supplement_row(r) for r in supplements_by_step.get(name, [])],
