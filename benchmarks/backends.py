@@ -13,13 +13,15 @@
     timings and peak RSS (the child's own, from wait4) of a default ``ora run`` of the README
     prompt (routed to gear 2; the sample vault ingested into a temporary Chroma, copied fresh per
     variant), side by side with variants that undo one speed measure each (no background
-    warm-up, 2 threads, retrieval k=5, the Q4_1 file as it is). Targets: <= 15 s with status ok
-    (a degraded run did less than the whole turn and does not count), <= 1.2 GB.
+    warm-up, 2 threads, retrieval k=5, the Q4_1 file as it is). Targets: <= 10 s, counted only for a
+    run whose answer is either verified (status ok) or the evidence (the model's answer failed
+    verification and was withheld: ``answer-withheld-evidence-shown``); a run that halted, or shipped an
+    unverified answer, does not count; <= 1.2 GB.
     A run's time depends on the path the sampled text takes (a regeneration, a supplement, a
     re-revision, replies that run to max_tokens): each row prints its prompt and generated tokens.
 
     Each variant runs ``--repeat`` times (3), interleaved; the target is read on the default's median
-    of 3, where a run that is not ``ok`` counts as infinitely slow. ``full_profile`` is the default
+    of 3, where a run that does not count counts as infinitely slow. ``full_profile`` is the default
     with ``prompt_profile = "full"`` (benchmarks/prompt_profile.py compares the two on 20 prompts).
 
     python benchmarks/backends.py [--turns 50] [--rounds 5] [--skip-run] [--skip-throughput] [--repeat 3]
@@ -288,6 +290,7 @@ def run_ora(prompt: str, tmp: str, template: str, label: str, env_over: dict[str
         # stretches far less than the wall time
         "cpu_s": round(usage.ru_utime + usage.ru_stime, 2), "peak_rss_mb": round(usage.ru_maxrss / 1024, 1),
         "status": result.get("status"), "gear": result.get("gear"),
+        "answer_is": answer_kind(result),
         "mode": result.get("mode"), "answer": result.get("answer") or "", "trace": trace,
         "steps_s": {k: round(v, 2) for k, v in steps.items() if v >= 0.05},
         "prompt_tokens": sum(c.get("prompt_tokens") or 0 for c in calls),
@@ -297,27 +300,46 @@ def run_ora(prompt: str, tmp: str, template: str, label: str, env_over: dict[str
         "stderr_tail": stderr[-500:] if proc.returncode else ""}
 
 
+TARGET_WALL_S = 10.0
+TARGET_RSS_MB = 1200
+
+
+def answer_kind(result: dict[str, Any]) -> str:
+    """What the run shipped: ``verified`` (status ok), ``evidence`` (the model's answer withheld after it
+    failed verification), ``unverified`` (shipped under a warning) or the status (halted, ...)."""
+    if result.get("status") == "ok":
+        return "verified"
+    if "answer-withheld-evidence-shown" in (result.get("contingencies") or []) and result.get("withheld_answer"):
+        return "evidence"
+    return "unverified" if result.get("status") == "degraded" else str(result.get("status"))
+
+
+def counts(run: dict[str, Any]) -> bool:
+    """A run whose time counts: exit 0 and an answer that is verified or the evidence."""
+    return run["exit_code"] == 0 and run["answer_is"] in ("verified", "evidence")
+
+
 def run_met(run: dict[str, Any]) -> bool:
-    """A run that meets (b): exit 0, status ok (a degraded run did less than the whole turn),
-    <= 15 s, <= 1.2 GB."""
-    return run["exit_code"] == 0 and run["status"] == "ok" and run["wall_s"] <= 15 and run["peak_rss_mb"] <= 1200
+    """A run that meets (b): it counts, <= 10 s, <= 1.2 GB."""
+    return counts(run) and run["wall_s"] <= TARGET_WALL_S and run["peak_rss_mb"] <= TARGET_RSS_MB
 
 
 def summarise_variant(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """The median of a variant's runs: the plain median wall time, and the one the target is read
-    on, where a run that is not ``ok`` counts as infinitely slow (it cannot help meet the target)."""
+    on, where a run that does not count (``counts``) counts as infinitely slow."""
     walls = sorted(r["wall_s"] for r in runs)
-    counted = sorted(r["wall_s"] if r["exit_code"] == 0 and r["status"] == "ok" else float("inf") for r in runs)
+    counted = sorted(r["wall_s"] if counts(r) else float("inf") for r in runs)
     median = statistics.median(walls)
     counted_median = statistics.median(counted)
     rss = max(r["peak_rss_mb"] for r in runs)
     return {"runs": len(runs), "median_wall_s": round(median, 2), "walls_s": [r["wall_s"] for r in runs],
             "median_cpu_s": round(statistics.median(r["cpu_s"] for r in runs), 2),
-            "statuses": [r["status"] for r in runs], "counted_median_wall_s": counted_median,
+            "statuses": [r["status"] for r in runs], "answers": [r["answer_is"] for r in runs],
+            "counted_median_wall_s": counted_median,
             "peak_rss_mb": rss, "loads": [r["loadavg_1m_before"] for r in runs],
             "prompt_tokens": [r["prompt_tokens"] for r in runs],
             "generated_tokens": [r["generated_tokens"] for r in runs],
-            "met": counted_median <= 15 and rss <= 1200}
+            "met": counted_median <= TARGET_WALL_S and rss <= TARGET_RSS_MB}
 
 
 def main() -> int:
@@ -359,20 +381,22 @@ def main() -> int:
                   f"{row['generation_tokens_per_s']} tok/s, load {row['load_s']} s")
         ok = ratio >= 0.8
     for run in report.get("b_default_run", []):
-        # A degraded run (a step fell back, a verdict missing) did not do the whole job: it
-        # does not count as meeting the time target, however fast it was.
+        # A run that shipped an unverified answer, or halted, does not count as meeting the time target,
+        # however fast it was: only an answer that is verified or the evidence does.
         print(f"(b) `ora run` [{run['variant']} #{run['round']}]: {run['wall_s']} s ({run['cpu_s']} s CPU), peak RSS "
               f"{run['peak_rss_mb']} MB, "
-              f"status {run['status']}, exit {run['exit_code']} -> {'met' if run_met(run) else 'miss'}, "
+              f"status {run['status']}, answer {run['answer_is']}, exit {run['exit_code']} -> "
+              f"{'met' if run_met(run) else 'miss'}, "
               f"load {run['loadavg_1m_before']}, {run['prompt_tokens']} prompt + {run['generated_tokens']} generated "
               f"tokens; steps {run['steps_s']}")
     summary = report.get("b_default_run_summary", {})
     for name, row in summary.items():
         if name == "default":
             ok = ok and row["met"]
-        print(f"(b) `ora run` [{name}] median of {row['runs']}: {row['median_wall_s']} s (target <= 15 with status "
-              f"ok; counted median, a run not ok = inf: {row['counted_median_wall_s']}), peak RSS {row['peak_rss_mb']} "
-              f"MB (target <= 1200), statuses {row['statuses']}, walls {row['walls_s']}, median CPU "
+        print(f"(b) `ora run` [{name}] median of {row['runs']}: {row['median_wall_s']} s (target <= {TARGET_WALL_S:g} "
+              f"with an answer verified or the evidence; counted median, any other run = inf: "
+              f"{row['counted_median_wall_s']}), peak RSS {row['peak_rss_mb']} MB (target <= {TARGET_RSS_MB}), "
+              f"statuses {row['statuses']}, answers {row['answers']}, walls {row['walls_s']}, median CPU "
               f"{row['median_cpu_s']} s, prompt tokens "
               f"{row['prompt_tokens']}, generated {row['generated_tokens']}, loads {row['loads']} -> "
               f"{'MET' if row['met'] else 'MISS'}")

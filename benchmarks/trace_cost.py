@@ -1,6 +1,7 @@
-"""What the forensic trace adds to a Gear-4 turn at zero latency, side by side in one run.
+"""What the forensic trace adds to a Gear-4 turn at zero latency, side by side in one run; and what a
+default Gear-2 turn's trace weighs with every model call kept verbatim and without.
 
-    .venv/bin/python benchmarks/trace_cost.py [--runs 40] [--root DIR]
+    .venv/bin/python benchmarks/trace_cost.py [--runs 40] [--root DIR] [--no-default-turn]
 
 Three runtimes run the cascade of ``benchmarks/cascade.py`` (11 model calls on its fixed-reply
 fake model, every detector plugin of a default install, ora-grounding's included) in turns,
@@ -12,6 +13,13 @@ with fsync off), and where the time of the turn's close goes (the part of the tr
 pipeline waits for at zero latency: everything, since it is never quiet). The trace files go
 under ``--root`` (default: a temporary directory in /tmp); on a shared machine the absolute
 figures are noisy, the differences measured in one run are what counts.
+
+Then (unless ``--no-default-turn``) one turn on the bundled default configuration (the README's
+prompt, Gear 2, the local model, real retrieval; ~15-30 s): the bytes of its trace directory as
+written (``[trace] calls = "verbatim"``, the default: every call's messages, parameters and raw output
+in its step file), and the bytes the same turn's files take without the verbatim fields (each step's
+JSON re-encoded and its Markdown re-rendered by trace-fs without them: what ``calls = "ledger"``
+writes), file by file.
 """
 
 from __future__ import annotations
@@ -119,16 +127,69 @@ async def main_async(args: argparse.Namespace) -> int:
     return 0
 
 
+README_PROMPT = "Explain how Ora's Supplemental RAG protocol handles a step that lacks a fact."
+VERBATIM = ("messages", "params", "output")
+
+
+def default_turn_weight(root: Path) -> int:
+    """One default Gear-2 turn; its trace's bytes with the calls verbatim and without (same turn)."""
+    import json
+
+    from ora_trace_fs.encoding import compact
+    from ora_trace_fs.render import render_step_markdown
+
+    from ora_core.api import Ora
+
+    ora = Ora.open(trace={"root": str(root / "default")})
+    start = time.perf_counter()
+    result = ora.run(README_PROMPT)
+    wall = time.perf_counter() - start
+    if not result.trace_path:
+        raise SystemExit(f"the default turn left no trace: {result.status} {result.diagnostic}")
+    path = Path(result.trace_path)
+    verbatim = ledger = 0
+    calls = 0
+    for file in sorted(p for p in path.iterdir() if p.is_file()):
+        size = file.stat().st_size
+        verbatim += size
+        if file.suffix == ".json" and file.name[:2].isdigit():
+            doc = json.loads(file.read_text())
+            calls += len(doc.get("calls") or [])
+            doc["calls"] = [{k: v for k, v in c.items() if k not in VERBATIM} for c in doc.get("calls") or []]
+            ledger += len(compact(doc))
+            md = file.with_suffix(".md")
+            if md.exists():
+                ledger += len(render_step_markdown(doc).encode("utf-8"))
+        elif file.suffix == ".md" and file.name[:2].isdigit():
+            continue  # counted with its JSON above
+        else:
+            ledger += size
+    print(f"\nthe trace of a default Gear-2 turn (README prompt, status {result.status}, gear {result.gear}, "
+          f"{calls} model calls, {wall:.1f} s), the same turn's files:")
+    print(f"    calls verbatim (the default)   {verbatim / 1024:8.1f} KiB")
+    print(f"    calls as ledger entries only   {ledger / 1024:8.1f} KiB")
+    print(f"    the verbatim calls add         {(verbatim - ledger) / 1024:8.1f} KiB "
+          f"(x{verbatim / max(ledger, 1):.2f})   {path}")
+    return 0
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=40, help="timed turns per side")
     parser.add_argument("--root", help="trace root (default: a new temporary directory)")
+    parser.add_argument("--no-default-turn", dest="default_turn", action="store_false",
+                        help="skip the default turn's trace weight (it runs the local model)")
     args = parser.parse_args()
+
+    def both() -> int:
+        code = asyncio.run(main_async(args))
+        return code or (default_turn_weight(Path(args.root)) if args.default_turn else 0)
+
     if args.root:
-        raise SystemExit(asyncio.run(main_async(args)))
+        raise SystemExit(both())
     with tempfile.TemporaryDirectory(prefix="ora-trace-cost-") as tmp:
         args.root = tmp
-        raise SystemExit(asyncio.run(main_async(args)))
+        raise SystemExit(both())
 
 
 if __name__ == "__main__":
