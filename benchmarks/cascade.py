@@ -240,7 +240,9 @@ def ora_runtime(trace_root: Path, latency: float, *, durability: str | None = No
     resolved = make_config({
         "backends": {"local": {**backend, "model": "depth-model", "family": "alpha"},
                      "other": {**backend, "model": "breadth-model", "family": "beta"}},
-        "roles": {"breadth": "other"},
+        # two families, so no model judges its own output: the final verifier checks the consolidator's
+        # answer (written on local) on the other backend
+        "roles": {"breadth": "other", "final_verifier": "other"},
         "verification": {"verifier": "model", "final_verifier": "model"},
         "retrieval": {"streams": {"concept": False, "conversation": False, "relationship": False, "web": False}},
         "trace": trace_table,

@@ -418,6 +418,11 @@ class CompactFit(BaseModel):
     fence_tokens: int = 24  # the fence lines and the provenance of one chunk (as the context budget counts)
     max_tokens: dict[str, int] = Field(default_factory=lambda: {
         "analyst": 160, "reviser": 160, "consolidator": 224, "evaluator": 224, "verifier": 160})
+    #: Verifications per answer when ``[pipeline] verification_cycles`` is unset: one, so a FAIL is not
+    #: re-revised. The bundled model's re-revisions passed the grounding check 0 of 40 times
+    #: (benchmarks/prompt_profile.py: the final answers of 20 prompts under each profile) while costing
+    #: 4-9 s each; its FAIL goes to ``on_fail`` at once (under compact: the evidence answer).
+    verification_cycles: int = 1
 
     def evidence_tokens(self, context_window: int) -> int:
         return int(min(context_window * self.evidence_window_share, self.prompt_tokens_per_s * self.evidence_seconds))
@@ -435,6 +440,22 @@ def profile_of(config: Any, backend: str) -> ProfileName:
     """The prompt profile of the backend named ``backend`` (``full`` when it is not configured)."""
     settings = config.backends.get(backend)
     return getattr(settings, "prompt_profile", "full") if settings is not None else "full"
+
+
+FULL_VERIFICATION_CYCLES = 2
+
+
+def verification_cycles(config: Any, backend: str) -> tuple[int, str]:
+    """Verifications per answer, and why: ``[pipeline] verification_cycles`` when set, else by the
+    prompt profile of ``backend`` (the one that writes the re-revision): 2 under ``full``, the compact
+    fit's under ``compact``."""
+    chosen = config.pipeline.verification_cycles
+    if chosen is not None:
+        return chosen, "[pipeline] verification_cycles"
+    if profile_of(config, backend) == "compact":
+        return COMPACT_FIT.verification_cycles, (f"the compact profile of {backend!r}: its re-revisions did not pass "
+                                                 "(profiles.CompactFit.verification_cycles)")
+    return FULL_VERIFICATION_CYCLES, "the full profile's default"
 
 
 def max_tokens_cap(config: Any, backend: str, purpose: str) -> int | None:

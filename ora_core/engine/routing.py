@@ -67,6 +67,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ora_core.engine import index_cache
 from ora_core.kernel.errors import PluginError
 from ora_core.kernel.models import (
     ModeCandidate,
@@ -166,6 +167,9 @@ class ExampleIndex:
     languages: list[str]  # guess_language of each text
     rows: list[list[float]]
     build_ms: float
+    #: Where the rows came from: computed (and written to the disk cache, or why not) or read from the
+    #: disk cache (``ora_core.engine.index_cache``); the routing audit shows it.
+    origin: str = ""
 
 
 @dataclass
@@ -179,6 +183,7 @@ class SemanticReading:
     nearest: dict[str, list[NearestExample]] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
     language: str = "en"
+    index_origin: str = ""
 
     @property
     def ok(self) -> bool:
@@ -241,13 +246,35 @@ def example_index(embedder: Any, library: Any) -> tuple[ExampleIndex, bool]:
         if cached is not None:
             return cached, False
         start = time.perf_counter()
-        rows = unit_vectors(embedder, [text for _, _, text in entries]) if entries else []
+        rows, origin = _cached_rows(key, embedder, len(entries))
+        if rows is None:
+            rows = unit_vectors(embedder, [text for _, _, text in entries]) if entries else []
+            origin = _store_rows(key, embedder, rows, origin)
         index = ExampleIndex(key=key, embedder=embedder.name, owners=[m for m, _, _ in entries],
                              sources=[s for _, s, _ in entries], texts=[t for _, _, t in entries],
                              languages=[guess_language(t) for _, _, t in entries], rows=rows,
-                             build_ms=(time.perf_counter() - start) * 1000)
+                             build_ms=(time.perf_counter() - start) * 1000, origin=origin)
         _INDEXES[key] = index
         return index, True
+
+
+def _cached_rows(key: str, embedder: Any, count: int) -> tuple[list[list[float]] | None, str]:
+    """The example vectors from the disk cache, or None and what the index's origin will say."""
+    disk, why_not = index_cache.disk_key(key, embedder)
+    if disk is None:
+        return None, f"computed; not cached on disk: {why_not}"
+    rows, problem = index_cache.load(disk, count, getattr(embedder, "dimension", None))
+    if rows is not None:
+        return rows, f"read from the disk cache ({index_cache.cache_dir() / disk}.f64)"
+    return None, f"computed; the disk cache was unusable ({problem})" if problem else "computed"
+
+
+def _store_rows(key: str, embedder: Any, rows: list[list[float]], origin: str) -> str:
+    disk, _ = index_cache.disk_key(key, embedder)
+    if disk is None:
+        return origin
+    problem = index_cache.store(disk, rows)
+    return f"{origin}; not written to the disk cache: {problem}" if problem else f"{origin}; written to the disk cache"
 
 
 def guess_language(text: str) -> str:
@@ -329,8 +356,9 @@ def read_semantic(ctx: Any, library: Any, text: str, params: RoutingParams = PAR
         timings["index_build_ms"] = round(index.build_ms, 2)
     elif index_ms >= 1.0:  # a cold turn: the warm-up thread was still embedding the examples
         timings["index_wait_ms"] = round(index_ms, 2)
+    origin = index.origin if built else f"in this process ({index.origin})"
     return SemanticReading(status="ok", embedder=name, scores=scores, nearest=nearest, timings_ms=timings,
-                           language=language)
+                           language=language, index_origin=origin)
 
 
 def warm_examples(ctx: Any, library: Any, results: dict[str, Any] | None = None) -> threading.Thread | None:
@@ -466,6 +494,7 @@ def dispatch(signals: list[Signal], rescan: list[Signal], library: Any, *, force
         weights={"vocab_weight": params.vocab_weight, "top_k": float(params.top_k),
                  "clear_margin": params.clear_margin, "recognised_floor": params.recognised_floor},
         timings_ms=dict(semantic.timings_ms) if semantic is not None else {}, request_form=form,
+        example_index=semantic.index_origin if semantic is not None else "",
         language=semantic.language if use_semantic else None)  # type: ignore[union-attr]
     if candidates:
         audit.leader = candidates[0].mode

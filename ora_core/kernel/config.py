@@ -189,7 +189,10 @@ class PipelineConfig(_Section):
     default_mode: str = "standard"
     fallback_mode: str = "deep-clarification"
     max_supplements: int = Field(default=2, ge=0, le=5)
-    verification_cycles: int = Field(default=2, ge=1, le=5)
+    # Verifications per answer in gears 2-4, a FAIL re-revised between two. Unset: by the prompt profile
+    # of the backend that writes the re-revision (2 under "full"; 1 under "compact": the bundled model's
+    # re-revisions passed the grounding check 0 of 40 times, see profiles.CompactFit).
+    verification_cycles: int | None = Field(default=None, ge=1, le=5)
     retries: int = Field(default=2, ge=0, le=5)
     judge_threshold: float = Field(default=0.8, ge=0.0, le=1.0)
     conversation_id: str = "default"

@@ -719,6 +719,9 @@ class RoutingAudit(_Shape):
     modes_without_examples: list[str] = Field(default_factory=list)
     weights: dict[str, float] = Field(default_factory=dict)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    #: Where the example vectors came from: computed (and written to the disk cache, or why not), read
+    #: from the disk cache, or already in this process.
+    example_index: str = ""
 
 
 class RoutingDecision(_Shape):

@@ -107,3 +107,13 @@ def test_the_cascade_s_final_gate_withholds_too(gears):
     assert result.verdicts["step8-final-verify-after-correction"] == "FAIL"
     assert result.answer.startswith(HEADER) and result.withheld_answer.startswith("CONSOLIDATED and corrected")
     assert trace.step("evidence-answer")["input"]["failed_step"] == "step8-final-verify"
+
+
+def test_under_the_compact_profile_one_verification_decides_unless_cycles_are_set(gears):
+    result, trace, _ = _gear2(gears, profile="compact")
+    assert list(result.verdicts) == ["gear2-cycle1-verify"] and not trace.has_step("gear2-cycle1-re-revision")
+    [cap] = [c for c in trace.jsonl("contingencies.jsonl") if c["name"] == "gear2-cycle1-FAIL-cap-reached-not-verified"]
+    assert "compact profile" in cap["detail"] and cap["data"]["cycles"] == 1
+    result, trace, _ = _gear2(gears, profile="compact", pipeline={"verification_cycles": 2})
+    assert list(result.verdicts) == ["gear2-cycle1-verify", "gear2-cycle2-verify"]
+    assert trace.has_step("gear2-cycle1-re-revision") and result.withheld_answer.startswith("GEAR2-ANALYSIS again")

@@ -142,7 +142,7 @@ async def verify_cycles(gc: GearContext, *, prefix: str, slot: str, text: str, r
     ``author``: the model that wrote ``text`` (a re-revision's model after it); ``prefer``: a
     backend to verify on when its lineage differs from the author's (``verification.verify``).
     Returns the text, the last verdict and the model that wrote that text."""
-    cycles = gc.runtime.config.pipeline.verification_cycles
+    cycles, why = profiles.verification_cycles(gc.runtime.config, gc.backend_for(revision_role))
     part = f"-{slot}" if slot else ""
     verdict = None
     for cycle in range(1, cycles + 1):
@@ -154,8 +154,8 @@ async def verify_cycles(gc: GearContext, *, prefix: str, slot: str, text: str, r
             return text, verdict, author
         if cycle == cycles:
             gc.turn.contingency(f"{prefix}-cycle{cycle}{part}-FAIL-cap-reached-not-verified", step,
-                                f"still FAIL after {cycles} verification cycle(s): "
-                                + "; ".join(verdict.reasons)[:400], severity="degraded")
+                                f"still FAIL after {cycles} verification cycle(s) ({why}): "
+                                + "; ".join(verdict.reasons)[:400], severity="degraded", cycles=cycles)
             return text, verdict, author
         spec = prompts.re_revision_spec(gc, f"{prefix}-cycle{cycle}{part}-re-revision", slot, revision_role,
                                         text, verdict, cycle)
@@ -244,7 +244,7 @@ def ship_after_cycles(gc: GearContext, text: str, verdict: Any, step: str,
         return text
     if verdict.status is VerdictStatus.FAIL and on_fail(gc, author) == "evidence":
         return withhold(gc, step, text, verdict)
-    cycles = gc.runtime.config.pipeline.verification_cycles
+    cycles, _ = profiles.verification_cycles(gc.runtime.config, gc.backend_for("reviser"))
     header = warning_header(verdict, cycles - 1)
     gc.warnings.append(header)
     oversight(gc, step, "verifier-broken" if verdict.status is VerdictStatus.BROKEN else "verification-failed",

@@ -11,6 +11,7 @@ a lock).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ora_core.api import hookimpl
@@ -56,6 +57,20 @@ class MiniLMEmbedder:
     def warm_up(self) -> None:
         """Load the model now (a fraction of a second) instead of on the first ``embed``."""
         self.encoder()
+
+    @property
+    def fingerprint(self) -> str:
+        """What this embedder's vectors depend on, without loading the model: the model directory
+        and each of its weight, tokenizer and configuration files' size and modification time. A
+        cache of vectors (the router's example index) keyed by it is stale once a file changes."""
+        from .encoder import default_model_dir
+
+        root = Path(self.model_dir) if self.model_dir is not None else default_model_dir()
+        parts = [f"{NAME}:{MODEL}:{DIMENSION}:{root.resolve()}"]
+        for name in ("model.safetensors", "tokenizer.json", "config.json", "modules.json"):
+            stat = (root / name).stat()
+            parts.append(f"{name}:{stat.st_size}:{stat.st_mtime_ns}")
+        return "|".join(parts)
 
     def embed(self, texts: Sequence[str]) -> Any:
         """One float32 row of 384 per text, in order; an empty input gives a ``(0, 384)`` array."""

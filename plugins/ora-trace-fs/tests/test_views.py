@@ -210,3 +210,17 @@ def test_trace_view_of_an_unknown_turn_fails_naming_it(tmp_path, gear4):
     proc = subprocess.run([ORA, "trace", "view", "nope-nope", "--root", str(gear4.parent.parent)],
                           capture_output=True, text=True, env=_env(tmp_path), timeout=60)
     assert proc.returncode == 1 and "no turn 'nope-nope'" in proc.stderr
+
+
+def test_every_model_call_is_on_the_page_collapsed_with_what_was_sent_and_what_came_back(gear4):
+    view = build_turn_view(gear4)
+    [analyst] = [s for s in view["steps"] if s["name"] == "step3-depth-analyst"]
+    failed, answered = analyst["model_calls"][:2]
+    assert failed["backend"] == "local" and failed["error"]["kind"] == "timeout" and failed["output"] is None
+    assert answered["backend"] == "spare" and answered["output"] and answered["why"] == "first attempt"
+    assert answered["messages"][0]["role"] == "system" and trace_turns.CLEAN_TEXT in answered["messages"][0]["content"]
+    html = render_turn_view(gear4)
+    calls = re.findall(r'<details class="raw call" data-call="(\d+)"( open)?>', html)
+    numbers = [int(n) for s in view["steps"] for n in (c["call"] for c in s["model_calls"])]
+    assert sorted(int(n) for n, _ in calls) == sorted(numbers) and not any(opened for _, opened in calls)
+    assert "Partial output (before the failure)" in html and "<h4>system</h4>" in html
