@@ -234,6 +234,12 @@ def check(edge: str, author: Authors | None, judges: list[ModelIdentity], policy
                         judges=judges, routed_to=routed_to)
 
 
+def refused(edge: str, author: Authors | None, config: Any, backend: str, role: str, why: str) -> LineageCheck:
+    """The check of an edge ``refuse`` did not let run: the planned judge (``backend``) against the
+    author, and ``why`` no backend of another lineage could take it."""
+    return check(edge, author, [planned_identity(config, backend, role)], "refuse").model_copy(update={"reason": why})
+
+
 def record(turn: Any, step: str, result: LineageCheck) -> None:
     """Name a flagged edge in the turn: ``self-verification`` (degraded) under ``degrade``; under
     ``refuse`` the caller turns the verdict BROKEN and names ``<step>-lineage-refused``; under

@@ -507,9 +507,8 @@ def refused_outcome(gc: Any, spec: StepSpec, refused: str) -> StepOutcome:
                       prompt_key=spec.prompt_key, backend=gc.backend_for(spec.role)) as step:
         step.health.kind = "probabilistic"
         step.health.verdict = "BROKEN"
-        planned = lineage.planned_identity(gc.runtime.config, gc.backend_for(spec.role), spec.role)
-        judged = lineage.check(spec.edge or spec.name, spec.judges, [planned], "refuse")
-        judged = judged.model_copy(update={"reason": refused})
+        judged = lineage.refused(spec.edge or spec.name, spec.judges, gc.runtime.config, gc.backend_for(spec.role),
+                                 spec.role, refused)
         outcome.lineage = judged
         step.output.update(status="degraded", degraded_reason="lineage-refused", lineage=judged.model_dump(mode="json"))
         step.contingency(f"{spec.name}-lineage-refused", refused, severity="degraded", edge=judged.edge)
@@ -574,11 +573,9 @@ async def judge(gc: Any, spec: StepSpec, text: str, sent: str) -> JudgeResult:
     judge_gc, routed, refused = judged_context(gc, "verifier", author, spec.name)
     edge = f"model judge (verifier role) on {spec.name}"
     if refused:
-        judged = lineage.check(edge, author, [lineage.planned_identity(gc.runtime.config, gc.backend_for("verifier"),
-                                                                       "verifier")], "refuse")
+        judged = lineage.refused(edge, author, gc.runtime.config, gc.backend_for("verifier"), "verifier", refused)
         turn.contingency(f"{spec.name}-judge-lineage-refused-used-heuristic", spec.name, refused, severity="degraded")
-        return heuristic.model_copy(update={"lineage": judged.model_copy(update={"reason": refused}).model_dump(
-            mode="json")})
+        return heuristic.model_copy(update={"lineage": judged.model_dump(mode="json")})
     made = len(turn.calls)
     try:
         completion = await call_role(turn, judge_gc.pool, "verifier", messages, prompt_key=lineage.JUDGE_PROMPT_KEY,

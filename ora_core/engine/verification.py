@@ -129,10 +129,8 @@ async def verify(gc: Any, *, step: str, subject: str, which: Which = "verifier",
                               exception={"error_class": type(exc).__name__, "message": str(exc), "stack": stack})
             st.contingency(f"{step}-verifier-exception", f"{type(exc).__name__}: {exc}", severity="degraded",
                            error_class=type(exc).__name__)
-        if refused and author is not None:  # nothing ran: the planned judge is what was refused
-            judged = lineage.check(edge, author, [lineage.planned_identity(config, gc.backend_for(which), which)],
-                                   policy)
-            judged = judged.model_copy(update={"reason": refused})
+        if refused:  # nothing ran: the planned judge is what was refused
+            judged = lineage.refused(edge, author, config, gc.backend_for(which), which, refused)
         else:
             judged = lineage.check(edge, author, lineage.ran_in(turn, step, made), policy, routed_to=routed)
         verdict = _labelled(verdict, judged)
