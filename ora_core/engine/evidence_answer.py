@@ -23,6 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ora_core.engine.context import CUT_MARK
 from ora_core.kernel.models import INSTRUCTION_MARK_KEY, Chunk
 
 CONTINGENCY = "answer-withheld-evidence-shown"
@@ -39,6 +40,8 @@ HEADER = ("[verification FAILED — the model's answer was withheld; what follow
 EMPTY_HEADER = ("[verification FAILED — the model's answer was withheld, and the retrieved evidence holds nothing "
                 "on this question]")
 
+#: How a sentence ends: its final punctuation, perhaps inside a closing quote or bracket.
+_ENDS = re.compile(r"[.!?…][\"'”’)\]]*$")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"'“(\[]?[A-Z0-9À-Ý])|\n{1,}")
 _WORDS = re.compile(r"[^\W_]+", re.UNICODE)
 _STOP = frozenset({"a", "an", "and", "are", "as", "at", "be", "been", "but", "by", "can", "could", "did", "do",
@@ -86,7 +89,9 @@ def _marked(chunk: Chunk) -> list[str]:
 
 def candidate_sentences(chunks: list[Chunk]) -> tuple[list[tuple[str, Chunk]], int]:
     """Each evidence chunk's sentences of at least ``MIN_WORDS`` words, without conversation memory and
-    without the sentences holding an instruction-like passage; and how many of those were kept out."""
+    without the sentences holding an instruction-like passage; and how many of those were kept out.
+    A sentence is a stretch that ends as a sentence does: a heading line ("Title — Section"), a list
+    fragment or flattened code has no such end and is not one; the mark of a compact cut (``[…]``) goes."""
     found: list[tuple[str, Chunk]] = []
     seen: set[str] = set()
     withheld = 0
@@ -94,13 +99,13 @@ def candidate_sentences(chunks: list[Chunk]) -> tuple[list[tuple[str, Chunk]], i
         if chunk.provenance.stream in NOT_EVIDENCE_STREAMS:
             continue
         planted = _marked(chunk)
-        for raw in _SENTENCE.split(chunk.text):
+        for raw in _SENTENCE.split(chunk.text.replace(CUT_MARK.strip(), "")):
             sentence = " ".join(raw.split()).strip(" -*#>")
             if planted and any(p in sentence.lower() or sentence.lower() in p for p in planted):
                 withheld += 1
                 continue
             key = sentence.lower()
-            if len(_WORDS.findall(sentence)) < MIN_WORDS or key in seen:
+            if len(_WORDS.findall(sentence)) < MIN_WORDS or key in seen or not _ENDS.search(sentence):
                 continue
             seen.add(key)
             found.append((sentence, chunk))

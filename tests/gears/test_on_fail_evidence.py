@@ -117,3 +117,30 @@ def test_under_the_compact_profile_one_verification_decides_unless_cycles_are_se
     result, trace, _ = _gear2(gears, profile="compact", pipeline={"verification_cycles": 2})
     assert list(result.verdicts) == ["gear2-cycle1-verify", "gear2-cycle2-verify"]
     assert trace.has_step("gear2-cycle1-re-revision") and result.withheld_answer.startswith("GEAR2-ANALYSIS again")
+
+
+def test_headings_cut_marks_and_flattened_blocks_are_not_shown_as_sentences():
+    from ora_core.engine.evidence_answer import candidate_sentences
+    from ora_core.kernel.models import Chunk, Provenance
+
+    text = ("Supplemental RAG protocol — The request\n\nWhen a model meets a claim the package does not support, "
+            "it emits a block: ## SUPPLEMENTAL RAG REQUEST gap: what is missing query: the query terms\n"
+            "The protocol authorises a non-confabulation path for every analytical step. Re-submitting the "
+            "whole package keeps each call reproducible. The cut sentence ran on past the budget and […]")
+    chunk = Chunk(id="c1", text=text, provenance=Provenance(collection="vault", source="notes/p.md"))
+    sentences = [s for s, _ in candidate_sentences([chunk])[0]]
+    assert sentences == ["The protocol authorises a non-confabulation path for every analytical step.",
+                         "Re-submitting the whole package keeps each call reproducible."]
+
+
+def test_the_analyst_s_degraded_header_goes_with_its_withheld_text(gears):
+    refusal = "I cannot help with that request. I won't do it.\nCONFIDENCE: 0.90"
+    rules = gears.rules(gear2=refusal, rerevise=gears.reply("GEAR2-ANALYSIS again"))
+    verifier = gears.Verifier(fail_marker="I cannot help")
+    result, _, _ = gears.run(rules=rules, mode="standard", prompt=PROMPT,
+                             plugins=[gears.Plugin(verifiers=[verifier], retrievers=[gears.Retriever(VAULT)])],
+                             verification={"verifier": verifier.name, "on_fail": "evidence"},
+                             pipeline={"verification_cycles": 1}, **CONCEPT_ONLY)
+    assert "gear2-analyst-degraded-shipped-with-header" in result.contingencies
+    assert result.answer.startswith(HEADER) and "[degraded" not in result.answer
+    assert result.withheld_answer.startswith("I cannot help")

@@ -24,4 +24,5 @@ async def run_gear2(gc: GearContext) -> TurnResult:
     text, verdict, author = await verify_cycles(gc, prefix="gear2", slot="", text=text, revision_role="reviser",
                                         author=out.author)
     answer = ship_after_cycles(gc, text, verdict, step=list(gc.verdicts)[-1], author=author)
-    return finish(gc, (header + "\n" + answer) if header else answer, gear=2)
+    # the header speaks of the analyst's text: when that was withheld, the evidence ships without it
+    return finish(gc, (header + "\n" + answer) if header and not gc.withheld else answer, gear=2)
