@@ -229,7 +229,8 @@ class Components:
         register(Verifier())
 
 
-def run_compact_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profile: str = "compact") -> Any:
+def run_compact_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profile: str = "compact",
+                     cycles: int | None = None) -> Any:
     import ora_health_detectors
     import ora_scripted
     import ora_trace_fs
@@ -249,6 +250,7 @@ def run_compact_turn(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profile: s
     resolved = scripted_config(tmp_path / "traces", rules=rules, backends={"local": {"prompt_profile": profile}},
                                retrieval={"k": 3, "streams": {"conversation": False, "relationship": False}},
                                verification={"verifier": "marker", "final_verifier": "marker"},
+                               pipeline={"verification_cycles": cycles},
                                plugins={"trace-fs": {"fsync": False}})
     components = Components()
     runtime = make_runtime(make_host(ora_scripted, ora_modes, ora_trace_fs, ora_health_detectors, components),
@@ -270,7 +272,9 @@ def step(trace: Path, name: str) -> dict[str, Any]:
 
 
 def test_a_compact_turn_still_supplements_verifies_and_revises_after_a_fail(tmp_path, monkeypatch) -> None:
-    result, trace, runtime, caps, components = run_compact_turn(tmp_path, monkeypatch)
+    # two verification cycles set explicitly (the compact profile's default is one: a FAIL goes to on_fail,
+    # test_the_compact_profile_verifies_once_and_a_fail_goes_to_on_fail)
+    result, trace, runtime, caps, components = run_compact_turn(tmp_path, monkeypatch, cycles=2)
     assert result.verdicts == {"gear2-cycle1-verify": "FAIL", "gear2-cycle2-verify": "PASS"}
     assert result.status == "ok" and result.answer.startswith(HEALTHY[:40])
     supplements = [json.loads(line) for line in (trace / "supplemental-rag.jsonl").read_text().splitlines()]
@@ -290,6 +294,13 @@ def test_a_compact_turn_still_supplements_verifies_and_revises_after_a_fail(tmp_
     # the verifier checks the answer against the evidence the model was given: the fitted chunks
     context = step(trace, "context-assembly")["output"]
     assert [c["id"] for c in context["retrievals"]["concept"]["chunks"]] == ["c0", "c1"]
+
+
+def test_the_compact_profile_verifies_once_and_a_fail_goes_to_on_fail(tmp_path, monkeypatch) -> None:
+    result, trace, runtime, caps, _ = run_compact_turn(tmp_path, monkeypatch)
+    assert result.verdicts == {"gear2-cycle1-verify": "FAIL"} and ("reviser", CAPS["reviser"]) not in caps
+    assert result.withheld_answer is not None and "answer-withheld-evidence-shown" in result.contingencies
+    assert "gear2-cycle1-FAIL-cap-reached-not-verified" in result.contingencies
 
 
 def test_the_context_step_names_the_fit_as_budget_signal_4_with_its_numbers(tmp_path, monkeypatch) -> None:
