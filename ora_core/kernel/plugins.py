@@ -330,6 +330,8 @@ class PluginHost:
         self._commands_registered = False
         self.debug_hooks = self.env.get("ORA_DEBUG_HOOKS", "") == "1"
         self.debug_stream: Any = None  # where ORA_DEBUG_HOOKS writes (default: sys.stderr)
+        if self.debug_hooks:
+            self._monitor_hooks()
         self.entry_point_cache: EntryPointCache | None = None  # how the last scan was served
         #: True once ``load_entrypoints`` ran: the host then knows what is installed (an options
         #: table naming no plugin is an error, not only a warning: ``config.options_problems``).
@@ -484,9 +486,10 @@ class PluginHost:
         if wrappers:
             self.pm.unregister(name=record.name)
             self._record_failure(record, "hook implementation(s) marked as wrappers are not supported: "
-                                 + ", ".join(wrappers) + ". Ora calls every implementation itself, one at a "
-                                 "time, so that a failing plugin is isolated and named; a wrapper would "
-                                 "never run. Remove the wrapper flag and implement the hook plainly.", None)
+                                 + ", ".join(wrappers) + ". Ora calls each plugin's implementations through a "
+                                 "pluggy caller of their own (one plugin at a time, so that a failing plugin "
+                                 "is isolated and named), so a wrapper would wrap only its own plugin's call, "
+                                 "never the others'. Remove the wrapper flag and implement the hook plainly.", None)
             return
         record.hooks = sorted(
             hc.name for hc in self.pm.get_hookcallers(plugin) or [] if hc.name.startswith("ora_")
@@ -503,20 +506,21 @@ class PluginHost:
     def _collect(self, plugin: object, record: PluginRecord, hook_name: str, kind: str) -> None:
         hook = getattr(self.pm.hook, hook_name)
         impls = [i for i in hook.get_hookimpls() if i.plugin is plugin]
-        for impl in impls:
-            if kind == "options":  # register(Model, table=...): the table defaults to the plugin's name
-                def register(component: Any, *, table: str | None = None) -> None:
-                    self._add_options(record, component, table)
-            else:
-                def register(component: Any, *, name: str | None = None, _kind: str = kind) -> None:
-                    self._add_component(record, _kind, component, name)
+        if not impls:
+            return
+        if kind == "options":  # register(Model, table=...): the table defaults to the plugin's name
+            def register(component: Any, *, table: str | None = None) -> None:
+                self._add_options(record, component, table)
+        else:
+            def register(component: Any, *, name: str | None = None, _kind: str = kind) -> None:
+                self._add_component(record, _kind, component, name)
 
-            try:
-                self.call_impl(impl, hook_name, **({"register": register} if "register" in impl.argnames else {}))
-            except RegistrationError as exc:
-                self._record_failure(record, str(exc), exc)
-            except Exception as exc:  # noqa: BLE001 - a plugin's hook raising is recorded
-                self._record_failure(record, f"{hook_name} raised {_describe(exc)}", exc)
+        try:
+            self.call_plugin(plugin, hook_name, register=register)
+        except RegistrationError as exc:
+            self._record_failure(record, str(exc), exc)
+        except Exception as exc:  # noqa: BLE001 - a plugin's hook raising is recorded
+            self._record_failure(record, f"{hook_name} raised {_describe(exc)}", exc)
 
     # --- components ---------------------------------------------------------------------------
 
@@ -669,12 +673,10 @@ class PluginHost:
         if self._commands_registered:
             return
         self._commands_registered = True
-        for impl in self.pm.hook.ora_register_commands.get_hookimpls():
+        for impl in self.call_order("ora_register_commands"):
             record = self._records.get(impl.plugin_name)
-            offered = {"cli": cli, "ora": ora}
             try:
-                self.call_impl(impl, "ora_register_commands",
-                               **{k: v for k, v in offered.items() if k in impl.argnames})
+                self.call_plugin(impl.plugin, "ora_register_commands", cli=cli, ora=ora)
             except Exception as exc:  # noqa: BLE001 - recorded on the plugin's record
                 message = f"ora_register_commands raised {_describe(exc)}"
                 if record is None:
@@ -683,34 +685,47 @@ class PluginHost:
 
     def call_observers(self, hook_name: str, on_error: Callable[[str, BaseException], None],
                        **kwargs: Any) -> None:
-        """Call an observer hook plugin by plugin; ``on_error(plugin, exc)`` records failures."""
-        for impl in getattr(self.pm.hook, hook_name).get_hookimpls():
-            args = {k: v for k, v in kwargs.items() if k in impl.argnames}
+        """Call an observer hook plugin by plugin, in pluggy's order (``call_order``);
+        ``on_error(plugin, exc)`` records a failure and the others still run."""
+        for impl in self.call_order(hook_name):
             try:
-                self.call_impl(impl, hook_name, **args)
+                self.call_plugin(impl.plugin, hook_name, **kwargs)
             except Exception as exc:  # noqa: BLE001 - handed to on_error, which records it
                 on_error(impl.plugin_name, exc)
 
-    def call_impl(self, impl: Any, hook_name: str, **kwargs: Any) -> Any:
-        """Call one hook implementation. Ora calls implementations itself, one at a time (a failing
-        plugin is isolated and named), so it owes what ``pm.hook`` would give: with
-        ``ORA_DEBUG_HOOKS=1`` every call is written to stderr with its plugin, its duration and how
-        it ended."""
-        if not self.debug_hooks:
-            return impl.function(**kwargs)
-        stream = self.debug_stream or sys.stderr
-        start = time.perf_counter()
-        outcome = "ok"
-        try:
-            return impl.function(**kwargs)
-        except BaseException as exc:
-            outcome = f"raised {type(exc).__name__}"
-            raise
-        finally:
-            ms = (time.perf_counter() - start) * 1000
-            stream.write(f"ora hooks: {hook_name} <- {impl.plugin_name} ({_module_of(impl)}) "
-                         f"{ms:.2f} ms {outcome}\n")
+    def call_order(self, hook_name: str) -> list[Any]:
+        """The implementations of ``hook_name`` in the order pluggy calls them: ``tryfirst`` ones
+        first, then the rest last-registered first, ``trylast`` ones last (pluggy's LIFO order)."""
+        return list(reversed(getattr(self.pm.hook, hook_name).get_hookimpls()))
+
+    def call_plugin(self, plugin: object, hook_name: str, **kwargs: Any) -> list[Any]:
+        """Call one plugin's implementation(s) of ``hook_name`` through pluggy's own caller (a
+        ``subset_hook_caller`` without the other plugins), so pluggy's dispatch, argument handling
+        and hook-call monitoring (``ORA_DEBUG_HOOKS``) apply, while a plugin that raises fails
+        alone: its caller raises, and the next plugin's call goes on. ``kwargs``: every argument
+        the hookspec offers (each implementation takes the ones it names)."""
+        others = [p for p in self.pm.get_plugins() if p is not plugin]
+        return self.pm.subset_hook_caller(hook_name, remove_plugins=others)(**kwargs)
+
+    def _monitor_hooks(self) -> None:
+        """``ORA_DEBUG_HOOKS=1``: pluggy's hook-call monitoring writes every call to stderr (or
+        ``debug_stream``) with its plugin, its duration and how it ended."""
+        started: dict[int, list[float]] = {}
+
+        def before(hook_name: str, impls: list[Any], kwargs: Mapping[str, Any]) -> None:
+            started.setdefault(threading.get_ident(), []).append(time.perf_counter())
+
+        def after(outcome: Any, hook_name: str, impls: list[Any], kwargs: Mapping[str, Any]) -> None:
+            stack = started.get(threading.get_ident()) or [time.perf_counter()]
+            ms = (time.perf_counter() - stack.pop()) * 1000
+            raised = outcome.exception
+            ended = f"raised {type(raised).__name__}" if raised is not None else "ok"
+            who = ", ".join(f"{i.plugin_name} ({_module_of(i)})" for i in impls) or "no implementation"
+            stream = self.debug_stream or sys.stderr
+            stream.write(f"ora hooks: {hook_name} <- {who} {ms:.2f} ms {ended}\n")
             stream.flush()
+
+        self.pm.add_hookcall_monitoring(before, after)
 
     def embedder(self, name: str) -> Any:
         """The embedder registered as ``name``; a ``PluginError`` listing the registered ones."""

@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 from ora_core.api import CommandContext, ConfigError, PluginError
 from ora_core.testing import build_app, make_config, make_host
 
-TRACE_FS_HELP = "The forensic trace: list, show and view traced turns."
+TRACE_FS_HELP = "The forensic trace: turns and their model calls."
 
 
 def _app(*plugins: object, otel: dict | None = None) -> typer.Typer:
@@ -34,9 +34,10 @@ def _app(*plugins: object, otel: dict | None = None) -> typer.Typer:
     return app
 
 
-@pytest.mark.parametrize(("plugins", "help_text"), [((ora_trace_fs, ora_otel), TRACE_FS_HELP),
-                                                    ((ora_otel, ora_trace_fs), TRACE_HELP)],
-                         ids=["trace-fs-first", "otel-first"])
+# pluggy calls the commands hook last-registered first: the group is the first *called* plugin's
+@pytest.mark.parametrize(("plugins", "help_text"), [((ora_otel, ora_trace_fs), TRACE_FS_HELP),
+                                                    ((ora_trace_fs, ora_otel), TRACE_HELP)],
+                         ids=["trace-fs-called-first", "otel-called-first"])
 def test_both_plugins_commands_land_in_one_trace_group_whichever_registers_first(plugins, help_text) -> None:
     app = _app(*plugins)
     assert [g.name for g in app.registered_groups].count("trace") == 1

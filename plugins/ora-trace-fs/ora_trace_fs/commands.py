@@ -38,7 +38,7 @@ def _console() -> Any:
 def register(cli: typer.Typer, ora: Any) -> None:
     global _ora
     _ora = ora
-    trace_app = ora.group("trace", help="The forensic trace: list, show and view traced turns.")
+    trace_app = ora.group("trace", help="The forensic trace: turns and their model calls.")
 
     @trace_app.command("ls")
     def trace_ls(
