@@ -1,7 +1,8 @@
-"""The structure stays true: three floors with arrows only downward, no cycles, no private names
+"""The structure stays true: five floors with arrows only downward, no cycles, no private names
 across modules, and plugins that reach Ora only through its public API.
 
-Floors of ``ora_core`` (a module may import its own floor and the ones beneath it):
+Floors of ``ora_core`` (a module may import its own floor and the ones beneath it), stated once in
+``ora_core/kernel/floors.py`` (``python scripts/floors.py`` prints them with their modules):
 kernel (0) < kits (1) < engine (2) < api (3) < cli and testing (4). Imports are read with
 ``ast``: ``import``/``from`` statements anywhere in a module (inside functions too) and string
 imports (a string constant that names an ``ora_core`` module, as ``importlib`` targets,
@@ -17,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from ora_core.kernel.floors import COUNT_WORDS, FLOOR_NAMES, FLOORS, count
+
 REPO = Path(__file__).resolve().parents[1]
 CORE = REPO / "ora_core"
-FLOORS = {"kernel": 0, "kits": 1, "engine": 2, "api": 3, "cli": 4, "testing": 4}
-FLOOR_NAMES = {0: "kernel", 1: "kits", 2: "engine", 3: "api", 4: "cli/testing"}
+FLOOR_DOCS = (REPO / "README.md", CORE / "__init__.py", Path(__file__))
 STRING_IMPORT = re.compile(r"^(ora_core(?:\.[A-Za-z_]\w*)*)(?::[A-Za-z_]\w*)?$")
 PLUGIN_ALLOWED = ("ora_core", "ora_core.api", "ora_core.api.http", "ora_core.api.text", "ora_core.api.html")
 PLUGIN_TEST_ALLOWED = (*PLUGIN_ALLOWED, "ora_core.testing")
@@ -286,3 +288,26 @@ def test_the_boundary_check_names_a_kernel_import_and_a_plugin_importing_a_plugi
 @pytest.mark.parametrize("name", sorted(FLOORS))
 def test_each_floor_exists_as_a_folder_or_module(name: str) -> None:
     assert (CORE / name).is_dir() or (CORE / f"{name}.py").is_file()
+
+
+def test_every_text_that_counts_the_floors_counts_the_ones_the_layering_enforces():
+    """The floors are stated once (``ora_core/kernel/floors.py``); a doc that says how many there are
+    says that number."""
+    number = r"\b(one|two|three|four|five|six|seven|eight) floors\b"
+    said = {path.name: re.findall(number, path.read_text(encoding="utf-8"), re.IGNORECASE) for path in FLOOR_DOCS}
+    assert all(said.values()), f"a doc that names the floors no longer counts them: {said}"
+    wrong = {name: words for name, words in said.items() if any(w.lower() != COUNT_WORDS[count()] for w in words)}
+    assert wrong == {}, f"the floors are {count()} ({', '.join(FLOOR_NAMES.values())}), not: {wrong}"
+
+
+def test_the_floors_script_prints_every_floor_and_module():
+    import subprocess
+    import sys
+
+    shown = subprocess.run([sys.executable, str(REPO / "scripts" / "floors.py")], capture_output=True, text=True,
+                           timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stdout.startswith(f"ora_core: {count()} floors")
+    for floor, name in FLOOR_NAMES.items():
+        assert f"floor {floor}: {name} (" in shown.stdout
+    assert "    ora_core.engine.lineage\n" in shown.stdout and "    ora_core.kernel.floors\n" in shown.stdout
