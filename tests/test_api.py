@@ -117,3 +117,40 @@ def test_the_examples_of_docs_api_md_run(tmp_path: Path) -> None:
         proc = subprocess.run([sys.executable, "-c", block], capture_output=True, text=True, env=env, timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert "trace" in proc.stdout.lower() or str(tmp_path / "traces") in proc.stdout
+
+
+def _top_level_names(exclude: tuple[str, ...]) -> set[str]:
+    """Every class and function defined at the top of an ``ora_core`` module (not in ``exclude``'d ones)."""
+    import ast
+
+    names: set[str] = set()
+    for path in (REPO / "ora_core").rglob("*.py"):
+        rel = ".".join(path.relative_to(REPO).with_suffix("").parts)
+        if any(rel.startswith(prefix) for prefix in exclude):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        kinds = ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+        names |= {node.name for node in tree.body if isinstance(node, kinds) and not node.name.startswith("_")}
+    return names
+
+
+def test_every_name_the_api_page_uses_for_users_is_exported() -> None:
+    """The other direction: a class or function of Ora's that docs/api.md names plainly (not as
+    ``ora_core.testing``'s or a module path) is importable from ``ora_core.api``."""
+    text = API_DOC.read_text()
+    used = set(re.findall(r"`([A-Za-z_][A-Za-z0-9_]*)(?:\([^`]*\))?`", text))
+    # a call inside a longer span (``ora.run(prompt, clarification=answer_clarification(...))``), not a method
+    used |= {name for span in re.findall(r"`([^`\n]+)`", text)
+             for name in re.findall(r"(?<![.\w])([A-Za-z_]\w*)\(", span)}
+    used -= {"ok", "degraded", "needs_clarification", "halted"}  # the statuses of a turn, not names
+    testing = _top_level_names(()) - _top_level_names(("ora_core.testing",))
+    defined = _top_level_names(("ora_core.testing", "ora_core.cli"))
+    import ora_core.api.html as html_door
+    import ora_core.api.http as http_door
+    import ora_core.api.text as text_door
+    from ora_core.kernel import hookspecs
+
+    doors = {*api.__all__, *http_door.__all__, *text_door.__all__, *html_door.__all__,
+             *(n for n in dir(hookspecs) if n.startswith("ora_"))}
+    unexported = sorted(n for n in used & defined if n not in doors and n not in testing)
+    assert unexported == [], f"docs/api.md names these, but no door of ora_core.api exports them: {unexported}"

@@ -24,8 +24,11 @@ a plugin's import stays off ``ora --help``'s path until it touches a model or th
   already typed, without a validation pass, for shapes built on every call), ``load_modes``;
   ``ora_core.api.http`` (the HTTP transport, deadlines, Retry-After; needs the ``http`` extra)
   and ``ora_core.api.text`` (phrase matching).
-- **The application**: ``Ora`` (``Ora.open()``, ``run``, ``arun``, ``stream``) and the typed turn
-  events it streams (``TurnEvent`` and its kinds).
+- **The application**: ``Ora`` (``Ora.open()``, ``run``, ``arun``, ``stream``, ``replay_call``), the
+  typed turn events it streams (``TurnEvent`` and its kinds), ``answer_clarification`` (the answer to
+  a turn's question), ``ReplayResult``, and ``PluginHost`` (to embed Ora with plugins of your own).
+- **Sub-doors**: ``ora_core.api.http`` (the HTTP kit), ``ora_core.api.text`` (phrase matching) and
+  ``ora_core.api.html`` (report pages: a Jinja2 environment over the shared templates, SVG charts).
 """
 
 from __future__ import annotations
@@ -86,12 +89,16 @@ _EXPORTS: dict[str, str] = {
     "lazy_compile": "ora_core.kits.lazy",
     "LazyPattern": "ora_core.kits.lazy",
     "Ora": "ora_core.engine.app",
+    "answer_clarification": "ora_core.engine.app",
+    "PluginHost": "ora_core.kernel.plugins",
     "ReplayResult": "ora_core.engine.replay",
     "TurnEvent": "ora_core.engine.events",
     "StepStarted": "ora_core.engine.events",
     "StepFinished": "ora_core.engine.events",
     "ContingencyRaised": "ora_core.engine.events",
     "SupplementFetched": "ora_core.engine.events",
+    "RetryStarted": "ora_core.engine.events",
+    "FaultInjected": "ora_core.engine.events",
     "VerdictReached": "ora_core.engine.events",
     "TurnFinished": "ora_core.engine.events",
 }
@@ -113,9 +120,11 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors only
-    from ora_core.engine.app import Ora
+    from ora_core.engine.app import Ora, answer_clarification
     from ora_core.engine.events import (
         ContingencyRaised,
+        FaultInjected,
+        RetryStarted,
         StepFinished,
         StepStarted,
         SupplementFetched,
@@ -162,6 +171,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors only
     from ora_core.kernel.models import *  # noqa: F403
     from ora_core.kernel.models import assembled
     from ora_core.kernel.modes import Mode, ModeLibrary, load_modes
+    from ora_core.kernel.plugins import PluginHost
     from ora_core.kernel.redaction import Redactor, Secret, mask_url, redact_text
     from ora_core.kernel.signals import SIGNAL_EFFECTS, SignalKind
     from ora_core.kernel.trace import StandaloneContext
