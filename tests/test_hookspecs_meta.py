@@ -81,3 +81,38 @@ def test_the_meta_checks_would_catch_an_undocumented_untested_hook(tmp_path: Pat
     assert documented_hooks(tmp_path / "docs") == {"ora_documented"}
     names = ["ora_documented", "ora_forgotten"]
     assert hooks_named_in_tests([tmp_path / "tests"], names) == {"ora_documented"}
+
+
+def documented_signatures(docs: Path) -> dict[str, list[str]]:
+    """``hook -> its arguments`` as the docs' section headings give them (``## `ora_x(a, b)` ``)."""
+    found: dict[str, list[str]] = {}
+    for page in docs.glob("**/*.md"):
+        for name, args in re.findall(r"^#{2,3} `(ora_\w+)\(([^)]*)\)`", page.read_text(), flags=re.M):
+            found[name] = [a.strip() for a in args.split(",") if a.strip()]
+    return found
+
+
+@pytest.mark.parametrize("name", hook_names())
+def test_every_hook_s_documented_arguments_are_the_hookspec_s(name: str) -> None:
+    documented = documented_signatures(REPO / "docs").get(name)
+    actual = list(inspect.signature(getattr(hookspecs, name)).parameters)
+    assert documented == actual, \
+        f"docs say {name}({', '.join(documented or [])}), the hookspec is {name}({', '.join(actual)})"
+
+
+def test_a_register_call_a_hook_s_docs_section_shows_is_the_one_its_hookspec_shows() -> None:
+    """Where a hook's section in docs/hooks.md shows its ``register(...)`` call, the hookspec's
+    docstring shows the same call (they disagreed on the mode packs' ``name=``)."""
+    text = (REPO / "docs" / "hooks.md").read_text()
+    sections = re.split(r"^## `(ora_\w+)\(", text, flags=re.M)
+    checked = 0
+    for name, body in zip(sections[1::2], sections[2::2], strict=True):
+        paragraphs = body.split("\n\n")
+        first = paragraphs[1] if len(paragraphs) > 1 else ""  # the paragraph under the heading
+        shown = re.findall(r"`(register\([^`]*\))`", first)
+        if not shown or not hasattr(hookspecs, name):
+            continue
+        checked += 1
+        doc = getattr(hookspecs, name).__doc__ or ""
+        assert f"``{shown[0]}``" in doc, f"docs/hooks.md shows {shown[0]} for {name}; its hookspec says: {doc[:160]!r}"
+    assert checked >= 3

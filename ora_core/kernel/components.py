@@ -1,4 +1,7 @@
-"""The shapes of the five extension kinds, as typing Protocols.
+"""The shapes of the components plugins register, as typing Protocols: a detector, a backend factory
+and the backend it creates, a retriever, a verifier, a trace sink, a fault injector and an embedder.
+(Mode and probe packs are directories and options are pydantic models: they need no Protocol. The
+registry hooks and the kind each registers are ``hookspecs.REGISTRY_HOOKS``.)
 
 Plugins do not subclass anything: they register objects that have these attributes and
 methods. The kernel checks the shape when the object is registered and refuses, with a message
@@ -22,9 +25,6 @@ from ora_core.kernel.models import (
     TurnInfo,
     Verdict,
 )
-
-KINDS: tuple[str, ...] = ("detector", "backend", "retriever", "verifier", "trace_sink", "mode_pack",
-                          "fault_injector", "embedder")
 
 
 @runtime_checkable

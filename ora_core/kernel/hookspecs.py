@@ -90,7 +90,8 @@ def ora_register_trace_sinks(register: Callable[..., None]) -> None:
 
 @hookspec
 def ora_register_modes(register: Callable[..., None]) -> None:
-    """Register mode packs: ``register(directory)``, a directory of mode Markdown files.
+    """Register mode packs: ``register(directory, name=...)``, a directory of mode Markdown files
+    (``name`` defaults to ``<plugin>:<directory name>``).
 
     Later packs may add modes; a mode name defined by two packs is an error naming both.
     """
