@@ -116,3 +116,26 @@ def test_a_register_call_a_hook_s_docs_section_shows_is_the_one_its_hookspec_sho
         doc = getattr(hookspecs, name).__doc__ or ""
         assert f"``{shown[0]}``" in doc, f"docs/hooks.md shows {shown[0]} for {name}; its hookspec says: {doc[:160]!r}"
     assert checked >= 3
+
+
+def test_every_signal_kind_the_engine_acts_on_has_its_effect_stated_in_code_and_docs() -> None:
+    """One truth: the kinds of ``SignalKind`` are the ones the engine acts on; each has its effect in
+    ``SIGNAL_EFFECTS`` and a row in docs/hooks.md's table, and the table has no other kind."""
+    from ora_core.kernel.signals import SIGNAL_EFFECTS, SignalKind
+
+    assert set(SIGNAL_EFFECTS) == set(SignalKind)
+    text = (REPO / "docs" / "hooks.md").read_text()
+    table = text.split("### Signal kinds", 1)[1].split("\n\n")[2]  # the table under the heading's paragraph
+    rows = set(re.findall(r"^\| `(\w+)` \|", table, flags=re.M))
+    assert rows == {k.value for k in SignalKind}, f"docs/hooks.md's table has {sorted(rows)}"
+
+
+def test_the_engine_picks_no_detector_by_its_name() -> None:
+    """The engine acts on signal kinds, never on a detector's name (the direct gear once picked
+    ``clock-claims`` by name)."""
+    offenders = []
+    for path in (REPO / "ora_core" / "engine").rglob("*.py"):
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if re.search(r"\.name\s*==\s*[\"'][a-z-]+[\"']", line) and "detector" in line.lower() + path.name:
+                offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert offenders == []

@@ -21,6 +21,7 @@ class SignalKind(str, Enum):
     VERDICT = "verdict"
     UNSUPPORTED_SPECIFICS = "unsupported_specifics"
     INSTRUCTION = "instruction"
+    CLOCK_CLAIM = "clock_claim"
 
 
 #: What a signal of each kind does, by layer and strength (the text of docs/hooks.md's table).
@@ -52,6 +53,12 @@ SIGNAL_EFFECTS: dict[SignalKind, str] = {
         "and marked on the chunk (provenance.extra['instruction_like']); the chunk stays as data. An "
         "output that repeats or obeys the marked text is `unhealthy` (ora-evidence-guard's "
         "planted-instruction-echo), so the step is regenerated, then degraded: never `ok`."),
+    SignalKind.CLOCK_CLAIM: (
+        "model_output (Gear 1, a time or date question, the clock reading in `ctx.data['clock']`): a time or "
+        "date the answer states that the system clock contradicts. The engine regenerates the answer once "
+        "with the contradiction named; contradicted again, the answer is the clock's own reading "
+        "(`gear1-clock-answered-from-clock`). No detector of this kind installed: the clock answers, named "
+        "(`gear1-clock-check-unavailable`)."),
 }
 
 

@@ -17,7 +17,8 @@ bypass), so the skipped check is named in the trace, never silent.
 
 **Clock answers from the clock** (seed 000, #5). For a time or date question the prompt carries a
 reading of the system clock (UTC and local, with the zone's name and offset) as grounded material,
-and the ``clock-claims`` detector checks the answer. An answer the clock contradicts is
+and the detectors of kind ``clock_claim`` (``SignalKind.CLOCK_CLAIM``: ora-bypass's ``clock-claims``) check the
+answer. An answer the clock contradicts is
 regenerated once with the contradiction named; contradicted again (or no answer at all: the
 backend failed), the answer is written from the clock reading itself, deterministically, under
 the contingency ``gear1-clock-answered-from-clock``. A contradicted time is never shipped.
@@ -303,15 +304,16 @@ def _from_clock(turn: Any, step: Any, why: str) -> str:
 
 
 def _clock_claims(turn: Any, step: Any, answer: str) -> list[str] | None:
-    """The times and dates in ``answer`` the clock does not support, or None when no check ran
-    (no ``clock-claims`` detector installed, or it failed): named, and then the clock answers, since
-    an unchecked time may be a contradicted one."""
-    checkers = [d for d in turn.host.detectors(layer="model_output") if d.name == "clock-claims"] \
+    """The times and dates in ``answer`` the clock does not support (the signals of the
+    ``model_output`` detectors of kind ``SignalKind.CLOCK_CLAIM``: ora-bypass's ``clock-claims``, or
+    any plugin's), or None when no check ran (no such detector installed, or it failed): named, and
+    then the clock answers, since an unchecked time may be a contradicted one."""
+    checkers = turn.host.detectors(layer="model_output", kind=SignalKind.CLOCK_CLAIM.value) \
         if turn.host is not None else []
     if not checkers:
         step.contingency("gear1-clock-check-unavailable",
-                         "no 'clock-claims' detector is installed; times in the answer are unchecked",
-                         severity="warning")
+                         f"no model_output detector of kind {SignalKind.CLOCK_CLAIM.value!r} is installed "
+                         "(ora-bypass's clock-claims is one); times in the answer are unchecked", severity="warning")
         return None
     signals = []
     for detector in checkers:

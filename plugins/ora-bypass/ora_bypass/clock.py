@@ -35,7 +35,7 @@ TOLERANCE_MIN = 3
 
 class ClockClaimsDetector:
     name = "clock-claims"
-    kind = "specifics"
+    kind = "clock_claim"  # SignalKind.CLOCK_CLAIM: the direct gear acts on it
     layer = "model_output"
     assumes = frozenset({"model_generated"})
 
