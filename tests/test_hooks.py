@@ -397,30 +397,50 @@ def test_ora_register_verifiers_supplies_the_verdict_of_a_gear_2_turn(tmp_path: 
 
 
 def test_ora_register_fault_injectors_drives_the_path_its_mode_names(tmp_path: Path) -> None:
+    """A registered injector acts on a Gear 2 turn's analyst output (the fault is on record, the step
+    carries the injected text); the same turn without ``inject`` is untouched (the control)."""
+    import ora_modes
+
     class Garbage:
         name = "say-garbage"
-        description = "the direct answer is replaced by garbage"
+        description = "the analyst's output is replaced by garbage"
 
         def inject(self, point, value):
-            return "garbage" if point.site == "model_output" and isinstance(value, str) else value
+            if point.site == "model_output" and point.purpose == "analyst" and isinstance(value, str):
+                return "garbage"
+            return value
 
     class Plugin:
         @hookimpl
         def ora_register_fault_injectors(self, register):
             register(Garbage())
 
-    sink = MemorySink()
+    def turn(inject: str | None) -> tuple[Any, MemorySink]:
+        sink = MemorySink()
 
-    class SinkPlugin:
-        @hookimpl
-        def ora_register_trace_sinks(self, register):
-            register(sink)
+        class SinkPlugin:
+            @hookimpl
+            def ora_register_trace_sinks(self, register):
+                register(sink)
 
-    host = make_host(ora_scripted, Plugin(), SinkPlugin())
-    runtime = make_runtime(host, scripted_config(default="Hi there."))
-    result = run_turn(runtime, "Hello", inject="say-garbage", mode=None)
-    assert "fault-injection-say-garbage" in result.contingencies
-    assert any(e.kind == "fault_injected" for e in sink.events) or result.answer == "Hi there."
+        host = make_host(ora_scripted, ora_modes, Plugin(), SinkPlugin())
+        config = scripted_config(default="The analysis: harness vendors bundle models.\nCONFIDENCE: 0.90",
+                                 retrieval={"streams": {"concept": False, "conversation": False,
+                                                        "relationship": False}})
+        return run_turn(make_runtime(host, config), "Why do vendors bundle?", inject=inject, mode="standard"), sink
+
+    result, sink = turn("say-garbage")
+    assert result.gear == 2 and "fault-injection-say-garbage" in result.contingencies
+    injected = [e for e in sink.events if e.kind == "fault_injected"]
+    assert injected and {e.data.get("mode") for e in injected} == {"say-garbage"}
+    assert {e.step for e in injected} == {"gear2-analyst"}
+    [finished] = [e for e in sink.events if e.kind == "step_finished" and e.step == "gear2-analyst"]
+    assert finished.data["output"]["text"] == "garbage"
+    control, sink = turn(None)
+    assert not [e for e in sink.events if e.kind == "fault_injected"]
+    assert "fault-injection-say-garbage" not in control.contingencies
+    [finished] = [e for e in sink.events if e.kind == "step_finished" and e.step == "gear2-analyst"]
+    assert finished.data["output"]["text"].startswith("The analysis")
 
 
 def test_ora_register_embedders_offers_an_embedder_by_name_and_names_the_registered_ones() -> None:
@@ -461,3 +481,34 @@ def test_an_embedder_without_embed_is_refused_at_registration() -> None:
     host = make_host(Plugin(), strict=False)
     record = next(iter(host.records.values()))
     assert record.status == "failed" and "lacks 'embed'" in record.errors[0]
+
+
+def test_ora_turn_finished_observer_that_hangs_is_named_and_does_not_hold_the_turn() -> None:
+    import threading
+    import time
+
+    release = threading.Event()
+
+    class Stuck:
+        @hookimpl
+        def ora_turn_finished(self, turn: Any, result: Any) -> None:
+            release.wait(10.0)  # a post-turn indexer whose store stopped answering
+
+    sink = MemorySink()
+
+    class SinkPlugin:
+        @hookimpl
+        def ora_register_trace_sinks(self, register):
+            register(sink)
+
+    host = make_host(ora_scripted, Stuck(), SinkPlugin())
+    runtime = make_runtime(host, scripted_config(default="Hi there.", pipeline={"observer_timeout_s": 0.2}))
+    start = time.perf_counter()
+    result = run_turn(runtime, "Hello", mode=None)
+    elapsed = time.perf_counter() - start
+    release.set()
+    assert elapsed < 8.0, "the turn waited for the stuck observer"
+    named = [e for e in sink.events if e.kind == "contingency" and e.data.get("name", "").endswith("-timed-out")]
+    assert [e.data["name"] for e in named] == ["observer-Stuck-timed-out"]
+    assert "observer-Stuck-timed-out" in result.contingencies and result.answer == "Hi there."
+    assert "did not return within 0.2 s" in named[0].data["detail"]

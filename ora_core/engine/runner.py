@@ -24,10 +24,12 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Sequence
+from functools import partial
 from typing import IO, Any
 
 from ora_core.engine import faults
 from ora_core.engine.backends import BackendPool
+from ora_core.engine.bounded import call_in_thread
 from ora_core.engine.context import assemble_context
 from ora_core.engine.factcheck import run_gear5
 from ora_core.engine.gears.analyst import run_gear2
@@ -218,7 +220,7 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
         turn.contingency("clarification-answered-by-user", "pre-routing",
                          f"asked {clarification.question!r}; the user chose {clarification.chosen!r}",
                          severity="info", **clarification.model_dump(mode="json"))
-    runtime.host.call_observers("ora_turn_started", _observer_error(turn), turn=turn)
+    await observe(runtime, turn, "ora_turn_started", turn=turn)
     guess = runtime.config.pipeline.best_guess if best_guess is None else best_guess
     crash: Exception | None = None
     try:
@@ -236,7 +238,7 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
                 await asyncio.to_thread(turn.data["warmup"].wait, WARMUP_JOIN_S)
             turn.data["warmup"].record(turn)
     turn.finalize(result)
-    runtime.host.call_observers("ora_turn_finished", _observer_error(turn), turn=turn, result=result)
+    await observe(runtime, turn, "ora_turn_finished", turn=turn, result=result)
     result = await _close_turn(turn, result, runtime.config.trace.close_timeout_s)
     if isinstance(crash, OraError):  # configuration and plugin errors: the CLI names them, exit 1
         raise crash
@@ -361,6 +363,28 @@ def _load_mode(turn: TurnContext, library: ModeLibrary, name: str) -> Any:
 
 def run_turn(runtime: Runtime, prompt: str, **options: Any) -> TurnResult:
     return asyncio.run(run_turn_async(runtime, prompt, **options))
+
+
+async def observe(runtime: Runtime, recorder: TurnContext, hook_name: str, **kwargs: Any) -> None:
+    """Each plugin's observer of ``hook_name``, in pluggy's order, on a thread of its own (off the
+    event loop, which other turns share) and bounded by ``[pipeline] observer_timeout_s``: one that
+    raises is named (``observer-<plugin>-failed``), one that does not return in time too
+    (``observer-<plugin>-timed-out``; it finishes in the background), and the turn goes on."""
+    host = runtime.host
+    timeout_s = runtime.config.pipeline.observer_timeout_s
+    on_error = _observer_error(recorder)
+    for impl in host.call_order(hook_name):
+        try:
+            await call_in_thread(partial(host.call_plugin, impl.plugin, hook_name, **kwargs), timeout_s=timeout_s,
+                                 name=f"ora-observer-{impl.plugin_name}")
+        except TimeoutError:
+            detail = (f"{hook_name} of plugin {impl.plugin_name!r} did not return within {timeout_s:g} s "
+                      "([pipeline] observer_timeout_s); the turn went on without waiting for it")
+            recorder.contingency(f"observer-{impl.plugin_name}-timed-out", "turn", detail, severity="warning",
+                                 hook=hook_name)
+            print(f"ora: {detail}", file=recorder.stderr)
+        except Exception as exc:  # noqa: BLE001 - named by on_error; the turn goes on
+            on_error(impl.plugin_name, exc)
 
 
 def _observer_error(turn: TurnContext) -> Any:

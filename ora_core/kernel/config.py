@@ -204,6 +204,9 @@ class PipelineConfig(_Section):
     supplement_streams: list[str] = Field(default_factory=lambda: ["concept"])
     # Load retrievers' slow parts (embedding model, Chroma) in the background during Phase A.
     warmup: bool = True
+    # How long a turn waits for one plugin's ora_turn_started / ora_turn_finished observer (each runs on
+    # a thread of its own): past it the turn goes on, the observer named (observer-<plugin>-timed-out).
+    observer_timeout_s: float = Field(default=60.0, gt=0)
     # Phase A (prompt cleanup): "auto" skips it when the phase_a backend runs the compact prompt
     # profile (a small local model: its cleanup loses the request's meaning, see
     # benchmarks/phase_a_structured.py), named phase-a-skipped-profile; "run" always runs it;

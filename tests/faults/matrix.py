@@ -50,6 +50,7 @@ for extra in (HERE, REPO / "plugins" / "ora-playwright" / "tests"):
 
 from servers import INJECTED, EchoServer, SearchServer  # noqa: E402
 
+from ora_core import hookimpl  # noqa: E402
 from ora_core.testing import ComponentsPlugin  # noqa: E402
 
 FAULTS = ("exception", "timeout", "empty", "garbage", "429", "session expired", "secret echoed",
@@ -119,6 +120,22 @@ class VaultRetriever:
 
 
 Components = ComponentsPlugin  # a third party's retrievers and verifiers, registered as they register
+
+
+class SleepyEmbedder:
+    """An embedder that stops answering (3 s a call), registered as ``sleepy``: the grounding check that
+    asks it must be bounded by ``[verification] timeout_s``."""
+
+    name = "sleepy"
+    dimension = 8
+
+    def embed(self, texts: Any) -> Any:
+        time.sleep(3.0)
+        return [[1.0] + [0.0] * 7 for _ in texts]
+
+    @hookimpl
+    def ora_register_embedders(self, register: Any) -> None:
+        register(self)
 
 
 class PluginVerifier:
@@ -648,6 +665,12 @@ def chroma_cases() -> list[Case]:
         elif fault == "injected instructions":
             retrieval["path"] = str(lab.chroma_store("poisoned"))
             extra.update(MODEL_VERIFIER, analyst=ECHOING_ANSWER, verify=OBEYING_VERDICT)
+        elif fault == "timeout":  # a Chroma server that never answers: [retrieval] timeout_s bounds the
+            # retrievers, [pipeline] observer_timeout_s the conversation indexer after the turn
+            server = lab.server("fixed:hang")
+            retrieval.update(server_url=f"http://127.0.0.1:{server.port}", timeout_s=0.5,
+                             path=str(lab.scratch("chroma-client") / "chroma"))
+            extra["pipeline"] = {"observer_timeout_s": 0.5}
         else:
             behaviour = {"garbage": "garbage", "429": "429", "session expired": "expired",
                          "secret echoed": "401"}[fault]
@@ -672,14 +695,12 @@ def chroma_cases() -> list[Case]:
         return stage
 
     cases: list[Case] = []
-    hang = ("Chroma's HttpClient sets no deadline and the kernel none on retrievers (engine/context.py runs them "
-            "in threads, unbounded): a Chroma server that stops answering holds the turn (measured: a client "
-            "waited out a whole 8 s hang); not staged, it would hang the matrix")
     for stream in CHROMA_STREAMS:
         boundary = f"retriever:chroma-{stream}"
         cases += [
             Case(boundary, "exception", staged(stream, "exception", lambda s: rag_failed(s, "failed"))),
-            Case(boundary, "timeout", gap=hang),
+            Case(boundary, "timeout", staged(stream, "timeout", lambda s: all_of(
+                rag_failed(s, "did not return within"), contingencies(r"observer-.+-timed-out")))),
             Case(boundary, "empty", staged(stream, "empty", lambda s: diagnosed_empty(s, ("index_empty", "no_match")))),
             Case(boundary, "garbage", staged(stream, "garbage", lambda s: rag_failed(s, "json"))),
             Case(boundary, "429", staged(stream, "429", lambda s: rag_failed(s, "rate limit"))),
@@ -694,9 +715,8 @@ def chroma_cases() -> list[Case]:
 
 def verifier_cases() -> list[Case]:
     cases: list[Case] = []
-    deadline_gap = ("no deadline bounds a verifier that never returns: engine/verification.py awaits it (a plain "
-                    "one in a thread) without a timeout; not staged, it would hang the matrix")
     no_service = "an in-process check calls no service"
+    timed_out = r"did not return within 0.5 s"
 
     # grounding: the non-LLM check against the evidence
     boundary = "verifier:grounding"
@@ -711,9 +731,16 @@ def verifier_cases() -> list[Case]:
         return turn, all_of(contingencies("context-instruction-in-chunk", "gear2-analyst-unhealthy-after-regenerate"),
                             verdict_withheld_planted_text())
 
+    def grounding_timeout(lab: Lab) -> tuple[Turn, Callable[[Turn], str | None]]:
+        # the grounding check's embedder stops answering: [verification] timeout_s bounds the check
+        turn = lab.run(boundary, components=[Components(), SleepyEmbedder()], embedding={"embedder": "sleepy"},
+                       verification={"timeout_s": 0.5})
+        return turn, all_of(verifier_broken(r"gear2-cycle1-verify-verifier-exception", reason=timed_out),
+                            verifier_broken())
+
     cases += [
         Case(boundary, "exception", grounding_exception),
-        Case(boundary, "timeout", gap=deadline_gap),
+        Case(boundary, "timeout", grounding_timeout),
         Case(boundary, "empty", not_applicable="its Verdict is built in-process: there is no output that could come "
              "back empty (an empty evidence package is the retrievers' empty case: FAIL 'no evidence')"),
         Case(boundary, "garbage", not_applicable="its Verdict is built in-process: there is no wire to corrupt "
@@ -797,7 +824,9 @@ def verifier_cases() -> list[Case]:
 
     cases += [
         Case(boundary, "exception", plugin(raises, verifier_broken(raised, reason="VerifierError"))),
-        Case(boundary, "timeout", gap=deadline_gap),
+        Case(boundary, "timeout", plugin(lambda s, p: time.sleep(3.0), verifier_broken(raised, reason=timed_out),
+                                         verification={"verifier": "checker", "final_verifier": "checker",
+                                                       "timeout_s": 0.5})),
         Case(boundary, "empty", plugin(lambda s, p: None, verifier_broken(reason="NoneType"))),
         Case(boundary, "garbage", plugin(lambda s, p: {"status": "LGTM", "score": "yes"},
                                          verifier_broken(reason="not a Verdict"))),
