@@ -32,6 +32,11 @@ examples were written while reading dev errors). The held-out figure is the hone
 **Latency**: the warm routing step (``run_stage0`` + ``run_routing`` on a ``TurnContext``) per
 prompt, p50 / p95 / max, with the embedder loaded and the examples indexed beforehand. Target:
 routing adds <= 30 ms per turn once the embedder is warm.
+
+**Targets** (the README's), judged at the end with MET/MISS: held-out accuracy >= 90 %, ask-back on
+the held-out set's clear prompts <= 5 %, warm latency p95 <= 30 ms (with ``--dev-only`` the dev set's
+resubstituted figures stand in, and say so). The exit status is 0 whatever the figures, unless
+``--strict``: then 1 on any MISS.
 """
 
 from __future__ import annotations
@@ -264,7 +269,7 @@ def cross_validate(front: Front, items: list[dict[str, Any]], folds: int, seed: 
               f"recognised_floor {p.recognised_floor}")
 
 
-def latency(host: Any, items: list[dict[str, Any]], repeats: int) -> None:
+def latency(host: Any, items: list[dict[str, Any]], repeats: int) -> float:
     from ora_core.engine.routing import run_routing
     from ora_core.engine.stage0 import run_stage0
     from ora_core.kernel.modes import load_modes
@@ -287,9 +292,10 @@ def latency(host: Any, items: list[dict[str, Any]], repeats: int) -> None:
     p95 = times[int(len(times) * 0.95)]
     print(f"\nlatency, warm (run_stage0 + run_routing on a TurnContext, {len(times)} prompts): "
           f"p50 {p50:.1f} ms, p95 {p95:.1f} ms, max {times[-1]:.1f} ms  (target <= 30 ms)")
+    return p95
 
 
-def report(front: Front, items: list[dict[str, Any]], title: str, *, show_errors: bool) -> None:
+def report(front: Front, items: list[dict[str, Any]], title: str, *, show_errors: bool) -> dict[str, Any]:
     from ora_core.engine.routing import PARAMS
 
     combined = [front.route(it["prompt"], PARAMS)[0] for it in items]
@@ -310,6 +316,25 @@ def report(front: Front, items: list[dict[str, Any]], title: str, *, show_errors
                 _, decision = front.route(it["prompt"], PARAMS)
                 top = ", ".join(f"{c.mode} {c.score:.3f}" for c in (decision.candidates[:3] if decision else []))
                 print(f"    {o:<18} want {'|'.join(it['accept']):<30} {it['prompt'][:70]!r}  [{top}]")
+    return score(items, combined)
+
+
+TARGET_ACCURACY = 0.90
+TARGET_ASK_BACK = 0.05
+TARGET_P95_MS = 30.0
+
+
+def judge(figures: dict[str, Any], p95_ms: float, which: str) -> bool:
+    """Print each target with MET/MISS; True when every one is met."""
+    rows = [(f"accuracy, {which} (>= {TARGET_ACCURACY:.0%})", f"{figures['accuracy']:.1%}",
+             figures["accuracy"] >= TARGET_ACCURACY),
+            (f"ask-back on clear prompts, {which} (<= {TARGET_ASK_BACK:.0%})", f"{figures['ask_back']:.1%}",
+             figures["ask_back"] <= TARGET_ASK_BACK),
+            (f"warm routing latency p95 (<= {TARGET_P95_MS:g} ms)", f"{p95_ms:.1f} ms", p95_ms <= TARGET_P95_MS)]
+    print("\ntargets:")
+    for title, value, met in rows:
+        print(f"    {title:<52} {value:>9}  {'MET' if met else 'MISS'}")
+    return all(met for _, _, met in rows)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -318,6 +343,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--show-errors", action="store_true", help="list the dev set's misroutes")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3, help="latency passes over the set")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     embedder, where = find_embedder()
@@ -331,15 +357,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"shipped parameters: {PARAMS.model_dump()}")
     dev = load_set("dev")
     front.prepare([it["prompt"] for it in dev])
-    report(front, dev, "dev (resubstitution: the examples were written while reading its errors)",
-           show_errors=args.show_errors)
+    figures = report(front, dev, "dev (resubstitution: the examples were written while reading its errors)",
+                     show_errors=args.show_errors)
+    which = "dev, resubstituted (--dev-only: the held-out set was not read)"
     cross_validate(front, dev, args.folds)
     if not args.dev_only:
         held = load_set("heldout")
         front.prepare([it["prompt"] for it in held])
-        report(front, held, "held-out (written first, never tuned on)", show_errors=False)
-    latency(host, dev, args.repeats)
-    return 0
+        figures = report(front, held, "held-out (written first, never tuned on)", show_errors=False)
+        which = "held-out"
+    met = judge(figures, latency(host, dev, args.repeats), which)
+    return 1 if args.strict and not met else 0
 
 
 if __name__ == "__main__":
