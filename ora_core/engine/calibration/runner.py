@@ -67,7 +67,8 @@ from ora_core.engine.calibration.models import (
 from ora_core.engine.calibration.profiles import Profile
 from ora_core.engine.calibration.report import write_atomic
 from ora_core.engine.calibration.sides import build_side, exception_side
-from ora_core.engine.runner import Runtime, run_turn_async
+from ora_core.engine.runner import run_turn_async
+from ora_core.engine.runtime import Runtime
 from ora_core.kernel.config import (
     ROLE_NAMES,
     OraConfig,
@@ -229,7 +230,7 @@ class CalibrationRun:
                           sources=list(self.run_config.sources),
                           calibration_overrides=self.calibration_overrides, run_config=masked, roles=roles,
                           global_provider=next(iter(providers)) if mode == "single" else "mixed",
-                          role_provider_mode=mode)  # type: ignore[arg-type]
+                          role_provider_mode=mode)
 
     def _new_report(self) -> CalibrationReport:
         o = self.options

@@ -4,13 +4,11 @@ re-routing ``same_lineage`` would do), and the lineage each edge gets (``ora_cor
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from ora_core.engine.backends import BackendPool
-from ora_core.engine.gears.common import RoutedPool
+from ora_core.engine.backends import BackendPool, RoutedPool
 from ora_core.engine.gears.roles import choose_breadth
 from ora_core.engine.lineage import ModelIdentity, Relation, planned_identity, policy_of, relation, route
 
@@ -48,7 +46,7 @@ def _verifier_is_model(host: Any, name: str) -> tuple[bool | None, str]:
 def planned_edges(config: Any, host: Any) -> list[PlannedEdge]:
     """Every verification edge the configuration plans, with the lineage each gets under its
     ``same_lineage``: the routing a turn would do (``route``) applied to the planned backends."""
-    slots = choose_breadth(SimpleNamespace(config=config, pool=BackendPool(config, host)), host)
+    slots = choose_breadth(config, BackendPool(config, host), host)
     # gears 3-4 run the breadth slot on the backend the diversity rule picks (``gears/roles.py``)
     pool = RoutedPool(BackendPool(config, host), {"breadth": slots.breadth})
     policy = policy_of(config)
