@@ -44,7 +44,7 @@ import math
 import re
 import secrets
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -275,7 +275,7 @@ class EvidenceFit(BaseModel):
 UNFITTED: StashKey[dict[str, list[Chunk]]] = StashKey("context_unfitted_chunks")
 
 
-def item_chars(config: Any, role: str, items: int) -> int | None:
+def item_chars(config: OraConfig, role: str, items: int) -> int | None:
     """The most characters of each of ``items`` evidence items in a prompt to ``role``'s backend:
     None under ``full``; under ``compact`` the fit's evidence budget shared among the items (never
     below ``min_chunk_tokens``), as ``fit_evidence`` shares it among chunks."""
@@ -306,7 +306,7 @@ def cut_at_sentence(text: str, max_chars: int) -> str:
     return (head[:space] if space > 0 else head).rstrip()
 
 
-def fit_evidence(config: Any, retrievals: dict[str, Retrieval], role: str) -> EvidenceFit | None:
+def fit_evidence(config: OraConfig, retrievals: dict[str, Retrieval], role: str) -> EvidenceFit | None:
     """Fit the retrieved chunks to a ``compact`` target backend's budget (in place); None, and
     nothing changed, under ``full``. See the module docstring."""
     backend = getattr(config.roles, role)

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from ora_core.engine.backends import Pool, call_role
 from ora_core.engine.profiles import profile_of
 from ora_core.engine.prompts import PHASE_A, build_messages
+from ora_core.kernel.config import OraConfig
 from ora_core.kernel.errors import BackendError
 from ora_core.kernel.models import PhaseAResult, StopUnless
 from ora_core.kernel.trace import StepRecorder, TurnContext
@@ -220,7 +221,7 @@ def _json_object(text: str) -> str | None:
         return None
 
 
-def skip_reason(config: Any, backend: str) -> tuple[str, str] | None:
+def skip_reason(config: OraConfig, backend: str) -> tuple[str, str] | None:
     """``(contingency, why)`` when ``[pipeline] phase_a`` says Phase A does not run for this turn."""
     setting = config.pipeline.phase_a
     if setting == "skip":

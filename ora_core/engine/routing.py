@@ -202,7 +202,7 @@ _INDEXES: dict[str, ExampleIndex] = {}
 _INDEX_LOCK = threading.Lock()
 
 
-def index_entries(library: Any) -> list[tuple[str, str, str]]:
+def index_entries(library: ModeLibrary) -> list[tuple[str, str, str]]:
     """``(mode, source, text)`` for the examples of every loaded mode that declares examples, and
     its description. A mode without examples is not scored by its description alone (a text
     written for people, not a prompt): it routes by its vocabulary."""
@@ -244,7 +244,7 @@ def unit_vectors(embedder: Any, texts: Sequence[str]) -> list[list[float]]:
     return out
 
 
-def example_index(embedder: Any, library: Any) -> tuple[ExampleIndex, bool]:
+def example_index(embedder: Any, library: ModeLibrary) -> tuple[ExampleIndex, bool]:
     """The example index for this embedder and mode set, and whether this call built it. Built
     once per process per (embedder, examples) key; concurrent callers wait for the one build."""
     entries = index_entries(library)
@@ -421,7 +421,7 @@ def candidates_from(signals: list[Signal], known: Any) -> tuple[list[ModeCandida
     return ranked, unknown
 
 
-def score_modes(signals: list[Signal], library: Any, semantic: SemanticReading | None,
+def score_modes(signals: list[Signal], library: ModeLibrary, semantic: SemanticReading | None,
                 params: RoutingParams = PARAMS) -> list[ModeCandidate]:
     """Every loaded mode with its vocabulary, semantic and combined score, best first."""
     vocab = {c.mode: c for c in candidates_from(signals, library)[0]}
@@ -454,7 +454,7 @@ def summarize(signals: list[Signal], mode: str | None, confidence: str) -> Signa
     )
 
 
-def _option(library: Any, name: str) -> str:
+def _option(library: ModeLibrary, name: str) -> str:
     mode = library.modes.get(name)
     title = mode.title if mode is not None and mode.title else name
     return f"{title} ({name})"
@@ -464,7 +464,7 @@ def _option(library: Any, name: str) -> str:
 JUST_ANSWER_MODE = "simple"
 
 
-def question_options(options: list[str], library: Any) -> list[str]:
+def question_options(options: list[str], library: ModeLibrary) -> list[str]:
     """The modes a pending clarification offers: at least two real ones whenever the library has
     two modes (never "a choice" of one), at most ``QUESTION_OPTIONS``."""
     names = list(dict.fromkeys(options))
@@ -476,7 +476,7 @@ def question_options(options: list[str], library: Any) -> list[str]:
     return names[:QUESTION_OPTIONS]
 
 
-def clarification_question(options: list[str], library: Any, *, not_a_request: bool) -> str:
+def clarification_question(options: list[str], library: ModeLibrary, *, not_a_request: bool) -> str:
     """The question of a pending clarification: the options (``question_options``) and "just answer"."""
     listed = "; ".join(_option(library, n) for n in question_options(options, library))
     if not_a_request:
@@ -486,7 +486,7 @@ def clarification_question(options: list[str], library: Any, *, not_a_request: b
             "Or say 'just answer' for a direct reply without analysis.")
 
 
-def dispatch(signals: list[Signal], rescan: list[Signal], library: Any, *, forced_mode: str | None,
+def dispatch(signals: list[Signal], rescan: list[Signal], library: ModeLibrary, *, forced_mode: str | None,
              best_guess: bool, fallback_mode: str, general_mode: str = "standard",
              semantic: SemanticReading | None = None, params: RoutingParams = PARAMS,
              prompt: str = "") -> RoutingDecision:
