@@ -425,18 +425,18 @@ def score_modes(signals: list[Signal], library: ModeLibrary, semantic: SemanticR
                 params: RoutingParams = PARAMS) -> list[ModeCandidate]:
     """Every loaded mode with its vocabulary, semantic and combined score, best first."""
     vocab = {c.mode: c for c in candidates_from(signals, library)[0]}
-    use_semantic = semantic is not None and semantic.ok
+    reading = semantic if semantic is not None and semantic.ok else None  # the semantic signal, when it ran
     out = []
     for mode in library:
         found = vocab.get(mode.name)
         strong, weak = (found.strong, found.weak) if found else ([], [])
         share = min(STRONG_WEIGHT * len(strong) + WEAK_WEIGHT * len(weak), STRONG_WEIGHT) / STRONG_WEIGHT
-        sem = semantic.scores.get(mode.name) if use_semantic else None  # type: ignore[union-attr]
+        sem = reading.scores.get(mode.name) if reading is not None else None
         score = (sem or 0.0) + params.vocab_weight * share
         out.append(ModeCandidate(
             mode=mode.name, gear=mode.gear, score=round(score, 4), vocabulary=round(share, 4),
             semantic=round(sem, 4) if sem is not None else None, strong=list(strong), weak=list(weak),
-            nearest=semantic.nearest.get(mode.name, []) if use_semantic else []))  # type: ignore[union-attr]
+            nearest=reading.nearest.get(mode.name, []) if reading is not None else []))
     return sorted(out, key=lambda c: (-c.score, -len(c.strong), c.mode))
 
 
@@ -505,7 +505,7 @@ def dispatch(signals: list[Signal], rescan: list[Signal], library: ModeLibrary, 
                  "clear_margin": params.clear_margin, "recognised_floor": params.recognised_floor},
         timings_ms=dict(semantic.timings_ms) if semantic is not None else {}, request_form=form,
         example_index=semantic.index_origin if semantic is not None else "",
-        language=semantic.language if use_semantic else None)  # type: ignore[union-attr]
+        language=semantic.language if semantic is not None and use_semantic else None)
     if candidates:
         audit.leader = candidates[0].mode
         if len(candidates) > 1:

@@ -67,22 +67,22 @@ async def _close_turn(turn: TurnContext, result: TurnResult, timeout_s: float) -
     loop = asyncio.get_running_loop()
     done: asyncio.Future[TurnResult] = loop.create_future()
 
-    def settle(value: TurnResult | None, error: BaseException | None) -> None:
+    def settle(outcome: TurnResult | BaseException) -> None:
         if done.done():
             return
-        if error is not None:
-            done.set_exception(error)
+        if isinstance(outcome, BaseException):
+            done.set_exception(outcome)
         else:
-            done.set_result(value)  # type: ignore[arg-type]
+            done.set_result(outcome)
 
     def work(copy: TurnResult) -> None:
-        outcome: tuple[TurnResult | None, BaseException | None]
+        outcome: TurnResult | BaseException
         try:
-            outcome = (turn.close(copy), None)
+            outcome = turn.close(copy)
         except BaseException as exc:  # noqa: BLE001 - carried to the awaiting turn and raised there
-            outcome = (None, exc)
+            outcome = exc
         if not loop.is_closed():  # else the turn already returned (overdue) and its loop ended
-            loop.call_soon_threadsafe(settle, *outcome)
+            loop.call_soon_threadsafe(settle, outcome)
 
     # A shallow copy is enough: the close reads the result (its turn_finished event dumps it first,
     # before any sink can stall) and sets two top-level fields (trace_path, tracing_degraded) on the

@@ -738,7 +738,7 @@ def plugin_options(source: ConfigSource, table: str, model: type[M]) -> M:
     raw = {} if raw is None else raw
     cached = _OPTIONS_CACHE.get((table, model))
     if cached is not None and cached[0] == raw:
-        return cached[1]  # type: ignore[return-value]
+        return cached[1]  # type: ignore[return-value]  # the cache is keyed by the model: an instance of it
     instance = validated_table(raw, f"plugins.{table}", model)
     with _OPTIONS_LOCK:
         _OPTIONS_CACHE[(table, model)] = (copy.deepcopy(raw), instance)

@@ -54,23 +54,25 @@ class DataKey(Generic[T]):
 
 
 MODES: DataKey[ModeLibrary] = DataKey(
-    "modes", "the turn's `ModeLibrary` (every loaded mode), from pre-routing on")
+    "modes", "every loaded mode, from Stage 0 on")
 CLOCK: DataKey[dict[str, str]] = DataKey(
-    "clock", "Gear 1, a time or date question: the system clock reading (`utc`, `local` ISO timestamps, "
+    "clock", "Gear 1, a time or date question: the system clock reading (`utc` and `local` ISO timestamps, "
     "`timezone`, `utc_offset`)")
 CHUNK: DataKey[Chunk] = DataKey(
-    "chunk", "`context_package` detectors: the `Chunk` being screened (its provenance), during its screening")
+    "chunk", "`context_package` detectors: the retrieved chunk being screened (its provenance), during its "
+    "screening")
 EVIDENCE: DataKey[EvidencePackage] = DataKey(
-    "evidence", "`model_output` and `verifier_output` detectors: the step's `EvidencePackage`")
+    "evidence", "the detectors of an analytical step's output (gears 2-5) and of a verifier's raw output: the "
+    "step's evidence package (it stays until the next step's replaces it)")
 MATERIAL: DataKey[StepMaterial] = DataKey(
-    "material", "`model_output` detectors of a model step: the `StepMaterial` (what the step gave its model), "
-    "during the detection")
+    "material", "the detectors of an analytical step's output (and of a verifier's `ask_model` reply): what the "
+    "step gave its model, during the detection")
 EXPECTED_MIN_WORDS: DataKey[int] = DataKey(
-    "expected_min_words", "`model_output` detectors: how many words the step expects at least, during the "
-    "detection")
+    "expected_min_words", "the detectors of a model step's output: the fewest words the step expects (1 in "
+    "Gear 1), during the detection")
 VERIFIER_QUOTED: DataKey[list[str]] = DataKey(
-    "verifier_quoted", "`verifier_output` detectors (and a model step's that quotes): the texts the verifier "
-    "was shown, which its output may quote, during the detection")
+    "verifier_quoted", "the detectors of a verifier's output: the texts the verifier was shown (its subject, the "
+    "evidence), which it may quote, during the detection")
 
 #: Every key the engine writes into ``ctx.data``, in the order ``docs/hooks.md`` lists them.
 PUBLISHED: tuple[DataKey[Any], ...] = (MODES, CLOCK, CHUNK, EVIDENCE, MATERIAL, EXPECTED_MIN_WORDS, VERIFIER_QUOTED)

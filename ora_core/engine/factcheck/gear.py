@@ -52,7 +52,7 @@ import asyncio
 import dataclasses
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
 from ora_core.engine.context import UNFITTED, resolve_retrievers, retrieve_bounded, screen_chunks
 from ora_core.engine.gears.common import finish
@@ -803,7 +803,8 @@ async def validate(run: ClaimRun, part: EvidencePartition, truth: float, confide
     return report
 
 
-def direction_check(items: list[EvidenceItem], truth: float) -> tuple[str, str]:
+def direction_check(items: list[EvidenceItem],
+                    truth: float) -> tuple[Literal["consistent", "inconsistent", "undetermined"], str]:
     """The truth percentage against the directions of the items the verdict cites."""
     supports = sum(1 for i in items if i.direction == "supports")
     contradicts = sum(1 for i in items if i.direction == "contradicts")
@@ -825,7 +826,7 @@ def verdict_step(run: ClaimRun, *, truth: float, raw_confidence: float, confiden
     cited = run.subset(read.cited_evidence_ids)
     with run.turn.step(name, kind="deterministic") as step:
         step.health.kind = "deterministic"
-        validation.direction, validation.direction_detail = direction_check(cited, truth)  # type: ignore[assignment]
+        validation.direction, validation.direction_detail = direction_check(cited, truth)
         if validation.direction == "inconsistent":
             step.contingency(f"{name}-direction-inconsistent", validation.direction_detail, severity="degraded")
             run.warn("validation_failed", f"direction check: {validation.direction_detail}", step=name)
