@@ -453,7 +453,7 @@ def llama_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaSer
 _REEXPORTS: dict[str, str] = {
     "run_turn": "ora_core.engine.runner:run_turn",
     "run_turn_async": "ora_core.engine.runner:run_turn_async",
-    "Runtime": "ora_core.engine.runner:Runtime",
+    "Runtime": "ora_core.engine.runtime:Runtime",
     "TurnContext": "ora_core.kernel.trace:TurnContext",
     "BackendPool": "ora_core.engine.backends:BackendPool",
     "call_role": "ora_core.engine.backends:call_role",
