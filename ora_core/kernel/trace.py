@@ -397,13 +397,11 @@ def embedder_for(host: ComponentRegistry | None, config: OraConfig | None, name:
 
 class CallContext:
     """A turn as one component call sees it: the turn's own ``config``, ``host``, ``data``,
-    ``prompt``, ids, ``stderr``, ``secrets`` and ``redactor``, its ``contingency``, ``emit``,
+    ``stash``, ``prompt``, ids, ``stderr``, ``secrets`` and ``redactor``, its ``contingency``, ``emit``,
     ``detect``, ``embedder``, ``options`` and ``redact`` (``turn`` is the whole ``TurnContext``),
     plus what this call is serving (``verification``) and ``await ctx.ask_model(request)``, the
     engine running a model step for the component under the turn's rules. Built per call, so two
     verifications running side by side (Gear 4's streams) never see each other's."""
-
-    __slots__ = ("_gateway", "_turn", "verification")
 
     def __init__(self, turn: TurnContext, *, verification: VerificationCall | None = None,
                  gateway: Callable[[ModelRequest, CallContext], Awaitable[ModelReply]] | None = None) -> None:
