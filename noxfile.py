@@ -1,13 +1,15 @@
 """Developer sessions. `tests` and `bench` run in the project's environment (.venv, built by
-scripts/install.sh, which pins torch and builds llama-cpp-python); `lint` needs only ruff.
+scripts/install.sh, which pins torch and builds llama-cpp-python); `lint` builds a small one of its
+own (ruff, mypy and its stubs as the `dev` extra pins them, and ora-core with its HTTP and HTML kits).
 
     nox -s tests      # scripts/install.sh, then the test suite
-    nox -s lint       # ruff
+    nox -s lint       # ruff, then mypy over ora_core ([tool.mypy] in pyproject.toml)
     nox -s bench      # every benchmark under benchmarks/
 """
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import nox
@@ -15,6 +17,11 @@ import nox
 nox.options.sessions = ["lint", "tests"]
 ROOT = Path(__file__).parent
 VENV_PY = str(ROOT / ".venv" / "bin" / "python")
+#: The linters as the `dev` extra pins them (one place for the versions): ruff, mypy, the stubs mypy needs,
+#: and pytest (ora_core.testing, the pytest plugin, is checked too).
+LINT_TOOLS = [req for req in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+              ["project"]["optional-dependencies"]["dev"]
+              if req.split("=")[0].split(">")[0].strip() in {"ruff", "mypy", "types-PyYAML", "pytest"}]
 
 
 @nox.session(python=False)
@@ -25,8 +32,11 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    session.install("ruff")
+    session.install(*LINT_TOOLS)
     session.run("ruff", "check", ".")
+    # mypy imports what ora_core imports (pydantic for its plugin, pluggy, typer, httpx, jinja2 ...)
+    session.install("-e", ".[http,html]")
+    session.run("mypy")  # the files and the settings: [tool.mypy] in pyproject.toml
 
 
 @nox.session(python=False)

@@ -38,11 +38,12 @@ import threading
 import tomllib
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, TYPE_CHECKING, Any
 
 import pytest
 
 from ora_core import hookimpl
+from ora_core.kernel.components import ComponentContext
 from ora_core.kernel.config import (
     DEFAULT_CONFIG_PATH,
     OraConfig,
@@ -52,7 +53,11 @@ from ora_core.kernel.config import (
     deep_merge,
     merge_layer,
 )
+from ora_core.kernel.models import TraceEvent, TurnInfo
 from ora_core.kernel.plugins import PluginHost, PluginRecord
+
+if TYPE_CHECKING:
+    from ora_core.engine.runtime import Runtime
 
 
 def write_distribution(root: Path | str, name: str, *, version: str = "0.1.0",
@@ -126,14 +131,14 @@ class RecordingSink:
     name = "recording"
 
     def __init__(self) -> None:
-        self.events: list[Any] = []
+        self.events: list[TraceEvent] = []
 
-    def open_turn(self, info: Any, ctx: Any) -> None: ...
+    def open_turn(self, info: TurnInfo, ctx: ComponentContext) -> None: ...
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: TraceEvent) -> None:
         self.events.append(event)
 
-    def close_turn(self, info: Any) -> None: ...
+    def close_turn(self, info: TurnInfo) -> None: ...
 
 
 class ComponentsPlugin:
@@ -154,10 +159,10 @@ class ComponentsPlugin:
             register(verifier)
 
 
-def make_runtime(host: PluginHost, resolved: ResolvedConfig, stderr: Any = None) -> Any:
+def make_runtime(host: PluginHost, resolved: ResolvedConfig, stderr: IO[str] | None = None) -> Runtime:
     import sys
 
-    from ora_core.engine.runner import Runtime
+    from ora_core.engine.runtime import Runtime
 
     return Runtime(host=host, resolved=resolved, stderr=stderr or sys.stderr)
 
@@ -448,7 +453,7 @@ def llama_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaSer
 _REEXPORTS: dict[str, str] = {
     "run_turn": "ora_core.engine.runner:run_turn",
     "run_turn_async": "ora_core.engine.runner:run_turn_async",
-    "Runtime": "ora_core.engine.runner:Runtime",
+    "Runtime": "ora_core.engine.runtime:Runtime",
     "TurnContext": "ora_core.kernel.trace:TurnContext",
     "BackendPool": "ora_core.engine.backends:BackendPool",
     "call_role": "ora_core.engine.backends:call_role",

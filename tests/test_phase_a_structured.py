@@ -25,6 +25,7 @@ from ora_core.engine.phase_a import (
     UNPARSEABLE,
     run_phase_a,
 )
+from ora_core.engine.prompts import PHASE_A
 from ora_core.kernel.models import Completion, PhaseAResult
 from ora_core.kernel.trace import TurnContext
 from ora_core.testing import RecordingSink, make_config, make_host, scripted_config
@@ -153,7 +154,7 @@ def test_under_the_compact_profile_phase_a_is_skipped_and_named() -> None:
     assert backend.params == [] and turn.calls == [], "a skipped Phase A spends no model call"
     [named] = turn.contingencies
     assert named.name == SKIPPED_PROFILE and named.severity == "info" and "compact" in named.detail
-    assert turn.data["phase_a"] is result
+    assert turn.stash[PHASE_A] is result
     steps = [e for e in sink.events if e.kind == "step_finished" and e.step == "phase-a"]
     assert steps and steps[0].data["health"]["verdict"] == "SKIPPED"
 

@@ -29,7 +29,8 @@ from typing import Any
 from ora_core.engine.backends import BackendPool
 from ora_core.engine.events import TurnFinished, from_trace
 from ora_core.engine.routing import JUST_ANSWER_MODE
-from ora_core.engine.runner import Runtime, run_turn_async
+from ora_core.engine.runner import run_turn_async
+from ora_core.engine.runtime import Runtime
 from ora_core.kernel.config import ResolvedConfig, check_options, deep_merge, load_config
 from ora_core.kernel.errors import OraError, UsageError
 from ora_core.kernel.models import ClarificationAnswer, TurnResult

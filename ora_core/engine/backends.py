@@ -30,6 +30,7 @@ from typing import IO, Any
 from pydantic import BaseModel
 
 from ora_core.engine.prompts import carries_directive
+from ora_core.kernel.components import ComponentContext, ComponentRegistry
 from ora_core.kernel.config import BackendConfig, OraConfig
 from ora_core.kernel.errors import (
     BackendBadResponse,
@@ -40,6 +41,8 @@ from ora_core.kernel.errors import (
     PluginError,
 )
 from ora_core.kernel.models import Completion, CompletionParams, Message, ModelCallRecord, assembled
+from ora_core.kernel.stash import StashKey
+from ora_core.kernel.trace import TurnContext
 from ora_core.kits.deadlines import deadline as _deadline
 
 #: Tokens per message the chat formats add around the content (role markers, separators).
@@ -209,7 +212,7 @@ class BackendPool:
     turn may run on a new event loop). The token budget lives here, so it spans turns.
     """
 
-    def __init__(self, config: OraConfig, host: Any, *, stderr: IO[str] | None = None) -> None:
+    def __init__(self, config: OraConfig, host: ComponentRegistry, *, stderr: IO[str] | None = None) -> None:
         self.config = config
         self.host = host
         self.stderr = stderr
@@ -303,7 +306,7 @@ class BackendPool:
         del self._inflight[key]
         return self._close_when_idle.pop(key, None)
 
-    async def _close(self, name: str, backend: Any, recorder: Any = None) -> None:
+    async def _close(self, name: str, backend: Any, recorder: ComponentContext | None = None) -> None:
         closer = getattr(backend, "aclose", None)
         if closer is None:
             return
@@ -317,7 +320,7 @@ class BackendPool:
             else:
                 self.close_failures.append((name, message))
 
-    async def aclose(self, recorder: Any = None) -> None:
+    async def aclose(self, recorder: ComponentContext | None = None) -> None:
         """Close every idle backend (a busy one when its call ends). A close that fails is said on
         stderr and, with ``recorder`` (the turn, or a ``StandaloneContext``), named as a
         ``backend-close-failed`` contingency; failures no recorder heard of yet are recorded too."""
@@ -332,16 +335,55 @@ class BackendPool:
                 await self._close(name, backend, recorder)
 
 
+class RoutedPool:
+    """A ``BackendPool`` as one turn's gears call it: ``planned(role)`` honours the turn's role
+    overrides (the breadth slot's diversity substitution, the Gear 3 fallback's healthier endpoint,
+    a judging step re-routed by the lineage rule), while every backend, fallback chain and
+    tokens-per-minute budget stays the shared pool's (``shared``; ``call_role`` calls through it).
+    ``overrides`` is the turn's own dict: a gear that re-routes a role later is seen at once."""
+
+    __slots__ = ("overrides", "shared")
+
+    def __init__(self, shared: BackendPool, overrides: dict[str, str]) -> None:
+        self.shared = shared
+        self.overrides = overrides
+
+    @property
+    def config(self) -> OraConfig:
+        return self.shared.config
+
+    def planned(self, role: str) -> tuple[str, BackendConfig]:
+        name = self.overrides.get(role) or getattr(self.shared.config.roles, role)
+        return name, self.shared.settings(name)
+
+    def chain(self, name: str) -> list[str]:
+        return self.shared.chain(name)
+
+    def settings(self, name: str) -> BackendConfig:
+        return self.shared.settings(name)
+
+    def get(self, name: str) -> Any:
+        return self.shared.get(name)
+
+
+#: What ``call_role`` and the lineage routing plan a role on: the shared pool, or a turn's routed view of it.
+Pool = BackendPool | RoutedPool
+
+
 CLOSE_FAILED = "backend-close-failed"
 
 
-def _record_close_failure(recorder: Any, name: str, message: str) -> None:
+def _record_close_failure(recorder: ComponentContext, name: str, message: str) -> None:
     recorder.contingency(CLOSE_FAILED, "turn", message, severity="warning", backend=name)
 
 
-def _record_warnings(turn: Any, where: str, role: str, name: str, completion: Completion) -> None:
+#: The ``(backend, warning)`` pairs of ``Completion.warnings`` this turn has named already.
+WARNED: StashKey[set[tuple[str, str]]] = StashKey("backend_warnings")
+
+
+def _record_warnings(turn: TurnContext, where: str, role: str, name: str, completion: Completion) -> None:
     """``Completion.warnings`` as ``<step>-backend-warning`` contingencies, each once per turn."""
-    seen = turn.data.setdefault("backend_warnings", set())
+    seen = turn.stash.setdefault(WARNED, set())
     for warning in completion.warnings:
         if (name, warning) in seen:
             continue
@@ -388,7 +430,7 @@ async def complete_once(pool: BackendPool, name: str, settings: BackendConfig, m
     return completion
 
 
-async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[Message], *,
+async def call_role(turn: TurnContext, routed: Pool, role: str, messages: Sequence[Message], *,
                     prompt_key: str, step: str = "", max_tokens_cap: int | None = None, why: str = "",
                     **param_overrides: Any) -> Completion:
     """Call the backend planned for ``role``, falling back along its chain; record every call.
@@ -397,13 +439,16 @@ async def call_role(turn: Any, pool: BackendPool, role: str, messages: Sequence[
     call: a step whose reply has a known size (Phase A echoes the prompt) need not pay for more.
     ``why`` says why the call is made (``ModelCallRecord.why``; default: the prompt key). Every
     backend tried is recorded (``turn.record_call``) with the messages sent, the parameters, the
-    raw output (or the partial output of a failure) and the backend that ran it.
+    raw output (or the partial output of a failure) and the backend that ran it. ``routed``: the
+    shared ``BackendPool``, or a turn's ``RoutedPool`` view of it (the role is planned by its
+    overrides; the backends are the shared pool's).
     """
+    pool = routed.shared if isinstance(routed, RoutedPool) else routed
     if not carries_directive(messages):
         raise ValueError(
             f"model call for role {role!r} ({prompt_key}) was built without the universal "
             "anti-confabulation directive; build messages with ora_core.engine.prompts.build_messages")
-    planned_name, planned = pool.planned(role)
+    planned_name, planned = routed.planned(role)
     chain = pool.chain(planned_name)
     where = step or role
     why = why or prompt_key

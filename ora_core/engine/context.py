@@ -44,13 +44,16 @@ import math
 import re
 import secrets
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ora_core.engine import faults, profiles
 from ora_core.engine.profiles import ProfileName
 from ora_core.engine.prompts import assumptions_block, directive, evidence_fence_note
+from ora_core.kernel.components import ComponentRegistry, Retriever
+from ora_core.kernel.config import OraConfig
+from ora_core.kernel.ctx_data import CHUNK
 from ora_core.kernel.models import (
     BUDGET_SIGNAL_NAMES,
     INSTRUCTION_MARK_KEY,
@@ -65,8 +68,13 @@ from ora_core.kernel.models import (
     Retrieval,
     RetrievalFilters,
 )
-from ora_core.kernel.modes import STREAMS
+from ora_core.kernel.modes import STREAMS, Mode
 from ora_core.kernel.signals import SignalKind
+from ora_core.kernel.stash import StashKey
+from ora_core.kernel.trace import TurnContext
+
+if TYPE_CHECKING:
+    from ora_core.engine.runtime import Runtime
 
 STEP = "context-assembly"
 COMPRESSION_WARNING_AT = 0.70  # share of the input budget
@@ -76,8 +84,10 @@ ANALYTICAL_MIN_WINDOW = 4096  # tokens an analytical gear needs to hold guidance
 PROMPT_SECTIONS = ("DEPTH ANALYSIS GUIDANCE", "BREADTH ANALYSIS GUIDANCE", "OUTPUT FORMAT GUIDANCE")
 INSTRUCTION_CONTINGENCY = "context-instruction-in-chunk"
 MARK_KEY = INSTRUCTION_MARK_KEY  # provenance.extra key: the instruction signals of a flagged chunk
-CHUNK_KEY = "chunk"  # ctx.data key: the chunk the context_package detectors are reading
-FENCE_KEY = "evidence_fence"  # turn.data key: this turn's fence ID
+#: This turn's fence ID (``fence_id``): one per turn, so every step renders the same evidence prefix.
+FENCE: StashKey[str] = StashKey("evidence_fence")
+#: The context package as Step 2 assembled it (before its assertions and any injected fault).
+CONTEXT: StashKey[ContextPackage] = StashKey("context")
 _SYLLABLES = tuple(c + v for c in "bdfgklmnprstvz" for v in "aeiou")  # 70: 4 of them, ~24 million IDs
 _FENCE_TAG = re.compile(r"<(?=\s*/?\s*data\b)", re.IGNORECASE)
 #: A sentence end (., !, ? with any closing quote or bracket) before white space, or a line end.
@@ -92,11 +102,12 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4)
 
 
-def resolve_retrievers(host: Any, config: Any) -> tuple[dict[str, Any], dict[str, str]]:
+def resolve_retrievers(host: ComponentRegistry | None,
+                       config: OraConfig) -> tuple[dict[str, Retriever], dict[str, str]]:
     """``{stream: retriever}`` for the enabled streams, and ``{stream: why missing}``."""
     enabled = [s for s in STREAMS if getattr(config.retrieval.streams, s, False)]
     registered = host.components("retriever") if host is not None else {}
-    found: dict[str, Any] = {}
+    found: dict[str, Retriever] = {}
     missing: dict[str, str] = {}
     for stream in enabled:
         wanted = config.retrieval.retrievers.get(stream)
@@ -115,8 +126,8 @@ def resolve_retrievers(host: Any, config: Any) -> tuple[dict[str, Any], dict[str
     return found, missing
 
 
-def retrieve_stream(retriever: Any, stream: str, query: str, filters: Any, k: int,
-              turn: Any) -> tuple[Retrieval, RagFailure | None]:
+def retrieve_stream(retriever: Retriever, stream: str, query: str, filters: RetrievalFilters, k: int,
+                    turn: TurnContext) -> tuple[Retrieval, RagFailure | None]:
     name = getattr(retriever, "name", type(retriever).__name__)
     start = time.perf_counter()
     try:
@@ -137,8 +148,8 @@ def retrieve_stream(retriever: Any, stream: str, query: str, filters: Any, k: in
     return result, None
 
 
-async def retrieve_bounded(retriever: Any, stream: str, query: str, filters: Any, k: int,
-                           turn: Any) -> tuple[Retrieval, RagFailure | None]:
+async def retrieve_bounded(retriever: Retriever, stream: str, query: str, filters: RetrievalFilters, k: int,
+                           turn: TurnContext) -> tuple[Retrieval, RagFailure | None]:
     """``retrieve_stream`` on a thread of its own, bounded by ``[retrieval] timeout_s``: a retriever
     that hangs is a named ``RetrievalTimeout`` of its stream (empty context, a rag-failures.jsonl
     line), never a hung turn; its thread is left to finish, its late result discarded."""
@@ -161,14 +172,11 @@ def new_fence_id() -> str:
     return "".join(secrets.choice(_SYLLABLES) for _ in range(4))
 
 
-def fence_id(turn: Any) -> str:
+def fence_id(turn: TurnContext) -> str:
     """This turn's fence ID (one per turn, so every step renders the same evidence prefix)."""
-    data = getattr(turn, "data", None)
-    if not isinstance(data, dict):
-        return new_fence_id()
-    fence = data.get(FENCE_KEY)
+    fence = turn.stash.get(FENCE)
     if not fence:
-        fence = data[FENCE_KEY] = new_fence_id()
+        fence = turn.stash[FENCE] = new_fence_id()
     return fence
 
 
@@ -187,23 +195,19 @@ def fenced(chunk: Chunk, stream: str, fence: str) -> str:
     return f"<data {fence}>[{where} | score {p.score:.2f}]\n{neutralise(chunk.text.strip(), fence)}\n</data {fence}>"
 
 
-def screen_chunks(turn: Any, chunks: list[Chunk], *, step: str, contingency: str = INSTRUCTION_CONTINGENCY,
+def screen_chunks(turn: TurnContext, chunks: list[Chunk], *, step: str, contingency: str = INSTRUCTION_CONTINGENCY,
                   stream: str = "") -> list[Chunk]:
     """Every ``context_package`` detector over each chunk; a chunk with ``instruction`` signals is
     named (``contingency``, with its source) and returned marked (``provenance.extra[MARK_KEY]``)."""
-    if not chunks or getattr(turn, "host", None) is None or not hasattr(turn, "detect"):
+    if not chunks or turn.host is None:
         return chunks
-    data = turn.data
     out: list[Chunk] = []
     for chunk in chunks:
         seen = chunk  # the detectors read the stream from the provenance: fill it in when the retriever did not
         if stream and not chunk.provenance.stream:
             seen = chunk.model_copy(update={"provenance": chunk.provenance.model_copy(update={"stream": stream})})
-        data[CHUNK_KEY] = seen
-        try:
+        with CHUNK.given(turn.data, seen):
             signals = turn.detect("context_package", chunk.text, step=step)
-        finally:
-            data.pop(CHUNK_KEY, None)
         found = [s for s in signals if s.kind == SignalKind.INSTRUCTION]
         if not found:
             out.append(chunk)
@@ -265,14 +269,13 @@ class EvidenceFit(BaseModel):
                 "without its closing figures (the verify step keeps them)")
 
 
-#: ``turn.data`` key of the screened chunks of each stream as retrieved, before a compact fit kept
-#: ``k_per_stream`` of them (set only when a fit ran): fact-check research builds its evidence pool
-#: from them, since its sufficiency gate counts items, and fits each item's length instead
-#: (``item_chars``).
-UNFITTED_KEY = "context_unfitted_chunks"
+#: The screened chunks of each stream as retrieved, before a compact fit kept ``k_per_stream`` of
+#: them (set only when a fit ran): fact-check research builds its evidence pool from them, since its
+#: sufficiency gate counts items, and fits each item's length instead (``item_chars``).
+UNFITTED: StashKey[dict[str, list[Chunk]]] = StashKey("context_unfitted_chunks")
 
 
-def item_chars(config: Any, role: str, items: int) -> int | None:
+def item_chars(config: OraConfig, role: str, items: int) -> int | None:
     """The most characters of each of ``items`` evidence items in a prompt to ``role``'s backend:
     None under ``full``; under ``compact`` the fit's evidence budget shared among the items (never
     below ``min_chunk_tokens``), as ``fit_evidence`` shares it among chunks."""
@@ -303,7 +306,7 @@ def cut_at_sentence(text: str, max_chars: int) -> str:
     return (head[:space] if space > 0 else head).rstrip()
 
 
-def fit_evidence(config: Any, retrievals: dict[str, Retrieval], role: str) -> EvidenceFit | None:
+def fit_evidence(config: OraConfig, retrievals: dict[str, Retrieval], role: str) -> EvidenceFit | None:
     """Fit the retrieved chunks to a ``compact`` target backend's budget (in place); None, and
     nothing changed, under ``full``. See the module docstring."""
     backend = getattr(config.roles, role)
@@ -345,7 +348,7 @@ def fit_evidence(config: Any, retrievals: dict[str, Retrieval], role: str) -> Ev
                        dropped=dropped, cut=cut, configured_max_tokens=settings.max_tokens, max_tokens=caps)
 
 
-def _budget(runtime: Any, package_text: str, chunks: list[Any], requested_gear: int,
+def _budget(runtime: Runtime, package_text: str, chunks: list[Chunk], requested_gear: int,
             missing: list[str], failures: list[RagFailure],
             fit: EvidenceFit | None = None) -> tuple[BudgetReport, set[str]]:
     config = runtime.config
@@ -404,7 +407,7 @@ def _budget(runtime: Any, package_text: str, chunks: list[Any], requested_gear: 
     return report, dropped
 
 
-async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: str,
+async def assemble_context(runtime: Runtime, turn: TurnContext, mode: Mode | None, cleaned_prompt: str,
                            inferred_items: list[str], requested_gear: int) -> ContextPackage:
     config = runtime.config
     query = cleaned_prompt  # Phase A's assumptions stay out of the query (seed 000, #10)
@@ -444,7 +447,7 @@ async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: s
         unfitted = {stream: list(r.chunks) for stream, r in retrievals.items()}
         fit = fit_evidence(config, retrievals, role)
         if fit is not None:  # what was retrieved before the fit: fact-check research counts it
-            turn.data[UNFITTED_KEY] = unfitted
+            turn.stash[UNFITTED] = unfitted
         profile = profiles.profile_of(config, getattr(config.roles, role))
         package_text = "\n".join([directive(profile), assumptions_block(inferred_items, profile),
                                   evidence_fence_note(fence_id(turn)), cleaned_prompt, *sections.values()])
@@ -485,7 +488,7 @@ async def assemble_context(runtime: Any, turn: Any, mode: Any, cleaned_prompt: s
         if failures or missing:
             step.health.verdict = "DEGRADED"
             step.health.degraded = True
-    turn.data["context"] = package
+    turn.stash[CONTEXT] = package
     return package
 
 

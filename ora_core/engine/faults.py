@@ -9,15 +9,21 @@ of its failures were staged.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar, overload
 
+from ora_core.kernel.components import ComponentRegistry, FaultInjector
 from ora_core.kernel.errors import ConfigError
 from ora_core.kernel.models import FaultPoint
+from ora_core.kernel.stash import StashKey
+from ora_core.kernel.trace import TurnContext
 
-TURN_KEY = "fault_injector"
+T = TypeVar("T")
+
+#: The fault injector of this turn (``ora run --inject``), when one is active.
+INJECTOR: StashKey[FaultInjector] = StashKey("fault_injector")
 
 
-def resolve_injector(host: Any, mode: str) -> Any:
+def resolve_injector(host: ComponentRegistry | None, mode: str) -> FaultInjector:
     """The injector registered as ``mode``; a clear error listing the known modes otherwise."""
     known = host.components("fault_injector") if host is not None else {}
     if mode in known:
@@ -29,21 +35,30 @@ def resolve_injector(host: Any, mode: str) -> Any:
                       field="--inject")
 
 
-def activate(turn: Any, injector: Any) -> None:
-    turn.data[TURN_KEY] = injector
+def activate(turn: TurnContext, injector: FaultInjector) -> None:
+    turn.stash[INJECTOR] = injector
 
 
-def active(turn: Any) -> Any:
-    data = getattr(turn, "data", None)
-    return data.get(TURN_KEY) if isinstance(data, dict) else None
+def active(turn: TurnContext) -> FaultInjector | None:
+    return turn.stash.get(INJECTOR)
 
 
-def inject(turn: Any, point: FaultPoint, value: Any = None) -> Any:
-    """``value``, or what the active injector replaces it with; its exceptions propagate."""
+@overload
+def inject(turn: TurnContext, point: FaultPoint) -> None: ...
+
+
+@overload
+def inject(turn: TurnContext, point: FaultPoint, value: T) -> T: ...
+
+
+def inject(turn: TurnContext, point: FaultPoint, value: Any = None) -> Any:
+    """``value``, or what the active injector replaces it with (the injector may corrupt it: the
+    type says what the site expects, not what a corrupting injector hands back); its exceptions
+    propagate."""
     injector = active(turn)
     if injector is None:
         return value
-    point.turn_id = getattr(turn, "turn_id", "")
+    point.turn_id = turn.turn_id
     try:
         result = injector.inject(point, value)
     except BaseException as exc:
@@ -77,7 +92,6 @@ def _preview(value: Any) -> Any:
     return text if len(text) <= 300 else text[:300] + "…"
 
 
-def _record(turn: Any, injector: Any, point: FaultPoint, **data: Any) -> None:
-    if hasattr(turn, "emit"):
-        turn.emit("fault_injected", step=point.step, mode=getattr(injector, "name", "?"),
-                  point=point.model_dump(mode="json"), **data)
+def _record(turn: TurnContext, injector: FaultInjector, point: FaultPoint, **data: Any) -> None:
+    turn.emit("fault_injected", step=point.step, mode=getattr(injector, "name", "?"),
+              point=point.model_dump(mode="json"), **data)

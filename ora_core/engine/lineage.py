@@ -33,9 +33,17 @@ labelled ``not-a-model``.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ora_core.kernel.components import ComponentRegistry
+from ora_core.kernel.config import OraConfig
+from ora_core.kernel.models import ModelCallRecord
+from ora_core.kernel.trace import TurnContext
+
+if TYPE_CHECKING:
+    from ora_core.engine.backends import Pool
 
 Relation = Literal["same", "unknown", "different", "not-a-model"]
 Policy = Literal["degrade", "refuse", "allow"]
@@ -104,11 +112,11 @@ def worst(relations: Iterable[tuple[Relation, str]]) -> tuple[Relation, str]:
     return found[0] if found else ("not-a-model", "no model judged")
 
 
-def policy_of(config: Any) -> Policy:
+def policy_of(config: OraConfig) -> Policy:
     return getattr(config.verification, "same_lineage", "degrade")
 
 
-def planned_identity(config: Any, backend: str, role: str = "") -> ModelIdentity:
+def planned_identity(config: OraConfig, backend: str, role: str = "") -> ModelIdentity:
     settings = config.backends.get(backend)
     if settings is None:
         return ModelIdentity(backend=backend, role=role)
@@ -116,7 +124,7 @@ def planned_identity(config: Any, backend: str, role: str = "") -> ModelIdentity
                          role=role)
 
 
-def identity_of(record: Any) -> ModelIdentity:
+def identity_of(record: ModelCallRecord) -> ModelIdentity:
     """The model that ran a recorded call (``ModelCallRecord``)."""
     return ModelIdentity(backend=record.backend, model=record.effective_model, family=record.family,
                          provider=record.effective_provider, role=record.role)
@@ -127,7 +135,7 @@ def identity_of(record: Any) -> ModelIdentity:
 JUDGE_PROMPT_KEY = "reliability.judge"
 
 
-def ran_in(turn: Any, step: str, since: int = 0, *, judge: bool = False) -> list[ModelIdentity]:
+def ran_in(turn: TurnContext, step: str, since: int = 0, *, judge: bool = False) -> list[ModelIdentity]:
     """The models that answered in ``step`` (calls that failed are not judges of anything), from
     the turn's ``since``-th call on: the step's own calls, or (``judge``) the model judge's in it."""
     found = [identity_of(c) for c in turn.calls[since:] if c.step == step and c.error is None and c.backend
@@ -138,7 +146,7 @@ def ran_in(turn: Any, step: str, since: int = 0, *, judge: bool = False) -> list
     return list(unique.values())
 
 
-def author_of(turn: Any, step: str) -> ModelIdentity | None:
+def author_of(turn: TurnContext, step: str) -> ModelIdentity | None:
     """The model whose output a step handed on: its last call that answered (the model judge's
     calls in it aside)."""
     for record in reversed(turn.calls):
@@ -159,7 +167,7 @@ def against(authors: Authors, judge: ModelIdentity) -> tuple[Relation, str]:
     return worst(relation(a, judge) for a in _authors(authors))
 
 
-def alternative(config: Any, host: Any, pool: Any, author: Authors, role: str,
+def alternative(config: OraConfig, host: ComponentRegistry | None, pool: Pool, author: Authors, role: str,
                 prefer: str | None = None) -> tuple[str | None, list[dict[str, Any]]]:
     """The first installed backend of a lineage different from every author's for ``role``: ``prefer``
     first (seed 001 step 6: the other stream's backend), then the role's planned backend and its
@@ -182,7 +190,7 @@ def alternative(config: Any, host: Any, pool: Any, author: Authors, role: str,
     return chosen, candidates
 
 
-def route(config: Any, host: Any, pool: Any, role: str, author: Authors, policy: Policy,
+def route(config: OraConfig, host: ComponentRegistry | None, pool: Pool, role: str, author: Authors, policy: Policy,
           prefer: str | None = None) -> tuple[str, str]:
     """Where a judging ``role`` runs for one edge, decided before the call: ``(backend, "")`` to
     re-route it for this edge, ``("", "")`` to keep its planned backend, ``("", why)`` when
@@ -234,13 +242,14 @@ def check(edge: str, author: Authors | None, judges: list[ModelIdentity], policy
                         judges=judges, routed_to=routed_to)
 
 
-def refused(edge: str, author: Authors | None, config: Any, backend: str, role: str, why: str) -> LineageCheck:
+def refused(edge: str, author: Authors | None, config: OraConfig, backend: str, role: str,
+            why: str) -> LineageCheck:
     """The check of an edge ``refuse`` did not let run: the planned judge (``backend``) against the
     author, and ``why`` no backend of another lineage could take it."""
     return check(edge, author, [planned_identity(config, backend, role)], "refuse").model_copy(update={"reason": why})
 
 
-def record(turn: Any, step: str, result: LineageCheck) -> None:
+def record(turn: TurnContext, step: str, result: LineageCheck) -> None:
     """Name a flagged edge in the turn: ``self-verification`` (degraded) under ``degrade``; under
     ``refuse`` the caller turns the verdict BROKEN and names ``<step>-lineage-refused``; under
     ``allow`` nothing (the label stays in the step file)."""

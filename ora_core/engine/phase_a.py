@@ -32,11 +32,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from ora_core.engine.backends import call_role
+from ora_core.engine.backends import Pool, call_role
 from ora_core.engine.profiles import profile_of
-from ora_core.engine.prompts import build_messages
+from ora_core.engine.prompts import PHASE_A, build_messages
+from ora_core.kernel.config import OraConfig
 from ora_core.kernel.errors import BackendError
 from ora_core.kernel.models import PhaseAResult, StopUnless
+from ora_core.kernel.trace import StepRecorder, TurnContext
 
 STEP = "phase-a"
 PROMPT_KEY = "phase_a.cleanup"
@@ -219,7 +221,7 @@ def _json_object(text: str) -> str | None:
         return None
 
 
-def skip_reason(config: Any, backend: str) -> tuple[str, str] | None:
+def skip_reason(config: OraConfig, backend: str) -> tuple[str, str] | None:
     """``(contingency, why)`` when ``[pipeline] phase_a`` says Phase A does not run for this turn."""
     setting = config.pipeline.phase_a
     if setting == "skip":
@@ -231,12 +233,12 @@ def skip_reason(config: Any, backend: str) -> tuple[str, str] | None:
     return None
 
 
-def structured_backend(pool: Any, name: str) -> bool:
+def structured_backend(pool: Pool, name: str) -> bool:
     """The backend ``name`` declares it can constrain a reply to a JSON schema."""
     return getattr(pool.get(name), "structured_output", False) is True
 
 
-async def run_phase_a(turn: Any, pool: Any, prompt: str) -> PhaseAResult:
+async def run_phase_a(turn: TurnContext, pool: Pool, prompt: str) -> PhaseAResult:
     backend = pool.planned("phase_a")[0]
     skipped = skip_reason(pool.config, backend)
     if skipped is not None:
@@ -259,7 +261,7 @@ async def run_phase_a(turn: Any, pool: Any, prompt: str) -> PhaseAResult:
             step.output.update(result.model_dump(mode="json"), error=exc.describe())
             step.health.verdict = "DEGRADED"
             step.contingency("phase-a-backend-failed-used-raw-prompt", str(exc), severity="degraded")
-            turn.data["phase_a"] = result
+            turn.stash[PHASE_A] = result
             return result
         found = _json_object(completion.text) if structured and not completion.constrained else None
         if completion.constrained:
@@ -270,22 +272,23 @@ async def run_phase_a(turn: Any, pool: Any, prompt: str) -> PhaseAResult:
         else:
             result = _from_text(step, prompt, completion.text, completion.finish_reason)
         step.output.update(result.model_dump(mode="json"), constrained=completion.constrained)
-    turn.data["phase_a"] = result
+    turn.stash[PHASE_A] = result
     return result
 
 
-def _skipped(turn: Any, prompt: str, contingency: str, why: str) -> PhaseAResult:
+def _skipped(turn: TurnContext, prompt: str, contingency: str, why: str) -> PhaseAResult:
     """Phase A off for this turn (``skip_reason``): a step of its own, no model call, the raw prompt on."""
     result = PhaseAResult(cleaned_prompt=prompt, parsed=False, used_raw_prompt=True)
     with turn.step(STEP, raw_prompt=prompt, skipped=True) as step:
         step.health.verdict = "SKIPPED"
         step.contingency(contingency, why, severity="info")
         step.output.update(result.model_dump(mode="json"), skipped=contingency)
-    turn.data["phase_a"] = result
+    turn.stash[PHASE_A] = result
     return result
 
 
-def _from_structured(step: Any, prompt: str, text: str, finish_reason: str, *, raw: str | None = None) -> PhaseAResult:
+def _from_structured(step: StepRecorder, prompt: str, text: str, finish_reason: str, *,
+                     raw: str | None = None) -> PhaseAResult:
     """A JSON reply: validated, or the named unparseable contingency (the raw prompt goes on)."""
     parsed, problem, dropped = parse_structured(text)
     if parsed is None:
@@ -302,7 +305,7 @@ def _from_structured(step: Any, prompt: str, text: str, finish_reason: str, *, r
     return PhaseAResult(raw_output=raw if raw is not None else text, **parsed)
 
 
-def _from_text(step: Any, prompt: str, text: str, finish_reason: str) -> PhaseAResult:
+def _from_text(step: StepRecorder, prompt: str, text: str, finish_reason: str) -> PhaseAResult:
     """A reply in the three sections (a backend that cannot constrain its reply)."""
     parsed = parse_phase_a(text)
     if parsed is not None and cut_in_cleaned_prompt(text, finish_reason):

@@ -34,6 +34,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ora_core.kernel.config import OraConfig
+
 ProfileName = Literal["full", "compact"]
 PROFILES: tuple[ProfileName, ...] = ("full", "compact")
 
@@ -436,7 +438,7 @@ class CompactFit(BaseModel):
 COMPACT_FIT = CompactFit()
 
 
-def profile_of(config: Any, backend: str) -> ProfileName:
+def profile_of(config: OraConfig, backend: str) -> ProfileName:
     """The prompt profile of the backend named ``backend`` (``full`` when it is not configured)."""
     settings = config.backends.get(backend)
     return getattr(settings, "prompt_profile", "full") if settings is not None else "full"
@@ -445,7 +447,7 @@ def profile_of(config: Any, backend: str) -> ProfileName:
 FULL_VERIFICATION_CYCLES = 2
 
 
-def verification_cycles(config: Any, backend: str) -> tuple[int, str]:
+def verification_cycles(config: OraConfig, backend: str) -> tuple[int, str]:
     """Verifications per answer, and why: ``[pipeline] verification_cycles`` when set, else by the
     prompt profile of ``backend`` (the one that writes the re-revision): 2 under ``full``, the compact
     fit's under ``compact``."""
@@ -458,7 +460,7 @@ def verification_cycles(config: Any, backend: str) -> tuple[int, str]:
     return FULL_VERIFICATION_CYCLES, "the full profile's default"
 
 
-def max_tokens_cap(config: Any, backend: str, purpose: str) -> int | None:
+def max_tokens_cap(config: OraConfig, backend: str, purpose: str) -> int | None:
     """The reply cap of a ``purpose`` step served by ``backend``: None under ``full`` (the backend's
     own ``max_tokens`` stands), the compact cap for the step kind otherwise (never above the
     backend's ``max_tokens``: ``call_role`` only lowers)."""

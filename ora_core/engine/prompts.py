@@ -13,7 +13,9 @@ from collections.abc import Sequence
 
 from ora_core.engine import profiles
 from ora_core.engine.profiles import ProfileName
-from ora_core.kernel.models import Message
+from ora_core.kernel.models import Message, PhaseAResult
+from ora_core.kernel.stash import StashKey
+from ora_core.kernel.trace import TurnContext
 
 ANTI_CONFABULATION_DIRECTIVE = profiles.DIRECTIVE.full
 
@@ -80,13 +82,18 @@ def carries_directive(messages: Sequence[Message]) -> bool:
     return bool(messages) and messages[0].role == "system" and DIRECTIVE_MARKER in messages[0].content
 
 
-def turn_inferred_items(turn: object) -> list[str]:
-    """Phase A's inferred items for this turn (``turn.data["phase_a"]``), or none."""
-    phase_a = getattr(turn, "data", {}).get("phase_a")
-    return list(getattr(phase_a, "inferred_items", None) or [])
+#: Phase A's result for this turn (``phase_a.run_phase_a`` stashes it; every later step carries its
+#: inferred items, ``turn_inferred_items``). Declared here, beneath Phase A, because this module reads it.
+PHASE_A: StashKey[PhaseAResult] = StashKey("phase_a")
 
 
-def build_turn_messages(turn: object, task: str, user: str, *, extra_system: str = "",
+def turn_inferred_items(turn: TurnContext) -> list[str]:
+    """Phase A's inferred items for this turn (``turn.stash[PHASE_A]``), or none."""
+    phase_a = turn.stash.get(PHASE_A)
+    return list(phase_a.inferred_items) if phase_a is not None else []
+
+
+def build_turn_messages(turn: TurnContext, task: str, user: str, *, extra_system: str = "",
                         context: str = "", profile: ProfileName = "full") -> list[Message]:
     """``build_messages`` for a step of a turn: Phase A's assumptions are always carried."""
     return build_messages(task, user, inferred_items=turn_inferred_items(turn), extra_system=extra_system,

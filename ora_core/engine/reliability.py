@@ -36,9 +36,9 @@ and halt at once on a failure: never retried, never judged, no confidence.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -46,10 +46,24 @@ from ora_core.engine import faults, lineage, profiles, supplement
 from ora_core.engine.backends import call_role
 from ora_core.engine.lineage import LineageCheck, ModelIdentity
 from ora_core.engine.prompts import DIRECTIVE_MARKER, build_turn_messages
+from ora_core.engine.turn_state import GearContext
+from ora_core.kernel.ctx_data import EVIDENCE, EXPECTED_MIN_WORDS, MATERIAL, VERIFIER_QUOTED
 from ora_core.kernel.errors import BackendError
-from ora_core.kernel.models import FaultPoint, ModelReply, ModelRequest, Signal, StepMaterial, assembled
+from ora_core.kernel.models import (
+    Completion,
+    FaultPoint,
+    Message,
+    ModelReply,
+    ModelRequest,
+    Retrieval,
+    Signal,
+    StepMaterial,
+    assembled,
+)
+from ora_core.kernel.trace import CallContext, StepRecorder, TurnContext
 
 Band = Literal["high", "review", "low", "unreported"]
+T = TypeVar("T")
 
 #: The confidence and quotation instructions (full wording; ``profiles.CONFIDENCE`` / ``profiles.QUOTE``
 #: hold both wordings, and a step gets the one of the backend serving its role).
@@ -192,11 +206,12 @@ class StepOutcome(BaseModel):
 
 
 @dataclass
-class Assertion:
-    """A named check of a step's output; ``check`` returns None or what is wrong."""
+class Assertion(Generic[T]):
+    """A named check of a step's output (a model step's: its text; a deterministic step's: its
+    subject); ``check`` returns None or what is wrong."""
 
     name: str
-    check: Callable[[str], str | None]
+    check: Callable[[T], str | None]
 
 
 @dataclass
@@ -218,11 +233,11 @@ class StepSpec:
     supplements: bool = True
     layer: str = "model_output"
     quoted: list[str] = field(default_factory=list)  # texts a verifier was shown (not its own words)
-    assertions: list[Assertion] = field(default_factory=list)
+    assertions: list[Assertion[str]] = field(default_factory=list)
     inputs: dict[str, Any] = field(default_factory=dict)
     #: Runs inside the step on an accepted output: ``postprocess(text, step) -> text`` (e.g. a
     #: reviser's accepted/rejected record moved from the text into the step output).
-    postprocess: Callable[[str, Any], str] | None = None
+    postprocess: Callable[[str, StepRecorder], str] | None = None
     #: The step judges another model's output (the cascade's cross-evaluation, the fact-check
     #: reconciler): that output's author, checked against the models that ran here by the lineage
     #: rule (``ora_core.engine.lineage``); ``edge`` names the edge, ``routed_to`` the backend the
@@ -252,7 +267,7 @@ class StepState:
     used: int = 0
     blocks: list[str] = field(default_factory=list)
     records: list[supplement.SupplementRecord] = field(default_factory=list)
-    retrievals: list[Any] = field(default_factory=list)
+    retrievals: list[Retrieval] = field(default_factory=list)
 
 
 @dataclass
@@ -261,7 +276,7 @@ class _CallResult:
     signals: list[Signal]
     calls: int
     sent: str
-    completion: Any = None
+    completion: Completion | None = None
     call_numbers: list[int] = field(default_factory=list)  # the turn's numbers of the calls made
 
 
@@ -340,7 +355,7 @@ def summary(text: str, limit: int = 400) -> str:
     return flat if len(flat) <= limit else flat[:limit] + "…"
 
 
-def base_assertions() -> list[Assertion]:
+def base_assertions() -> list[Assertion[str]]:
     return [
         Assertion("non-empty", lambda t: None if t.strip() else "the output is empty"),
         Assertion("no-prompt-leak",
@@ -351,7 +366,7 @@ def base_assertions() -> list[Assertion]:
 # --- the model step ---------------------------------------------------------------------------------
 
 
-async def run_model_step(gc: Any, spec: StepSpec) -> StepOutcome:
+async def run_model_step(gc: GearContext, spec: StepSpec) -> StepOutcome:
     """Run one probabilistic model step under the whole reliability layer (module docstring)."""
     turn, config = gc.turn, gc.runtime.config
     pipeline = config.pipeline
@@ -468,7 +483,7 @@ async def run_model_step(gc: Any, spec: StepSpec) -> StepOutcome:
     return outcome
 
 
-def _judged_edge(gc: Any, spec: StepSpec, step: Any, outcome: StepOutcome, made: int) -> None:
+def _judged_edge(gc: GearContext, spec: StepSpec, step: StepRecorder, outcome: StepOutcome, made: int) -> None:
     """The lineage of a step that judges another model's output, by the models that ran in it."""
     policy = lineage.policy_of(gc.runtime.config)
     judged = lineage.check(spec.edge or f"{spec.role} ({spec.name})", spec.judges,
@@ -480,8 +495,8 @@ def _judged_edge(gc: Any, spec: StepSpec, step: Any, outcome: StepOutcome, made:
         outcome.status, outcome.degraded_reason = "degraded", "lineage-refused"
 
 
-def judged_context(gc: Any, role: str, author: ModelIdentity | list[ModelIdentity] | None, step: str,
-                   prefer: str | None = None) -> tuple[Any, str, str]:
+def judged_context(gc: GearContext, role: str, author: ModelIdentity | list[ModelIdentity] | None, step: str,
+                   prefer: str | None = None) -> tuple[GearContext, str, str]:
     """The gear context a step judging ``author``'s output runs in: ``(gc, routed_to, refused)``.
     Under ``same_lineage = "refuse"`` (or with a ``prefer``red backend of another lineage) the
     role is re-routed for this step only (``lineage.route``); ``refused`` says why no backend of
@@ -496,10 +511,10 @@ def judged_context(gc: Any, role: str, author: ModelIdentity | list[ModelIdentit
         gc.turn.contingency("lineage-rerouted", step, f"{role} re-routed from {gc.backend_for(role)} to {routed}: "
                             f"its lineage is not different from {lineage.label(author)}'s", severity="info", role=role,
                             chosen=routed)
-    return replace(gc, overrides={**gc.overrides, role: routed}, pool=None), routed, ""
+    return replace(gc, overrides={**gc.overrides, role: routed}), routed, ""
 
 
-def refused_outcome(gc: Any, spec: StepSpec, refused: str) -> StepOutcome:
+def refused_outcome(gc: GearContext, spec: StepSpec, refused: str) -> StepOutcome:
     """A judging step ``refuse`` did not run (no backend of another lineage): degraded, named, in a
     step of its own so the trace shows it."""
     outcome = StepOutcome(step=spec.name, status="degraded", degraded_reason="lineage-refused")
@@ -519,8 +534,8 @@ def _unhealthy(signals: list[Signal]) -> list[Signal]:
     return [s for s in signals if s.kind == "unhealthy" and s.strength == "strong"]
 
 
-async def _gates(gc: Any, spec: StepSpec, step: Any, attempt: Attempt, text: str, confidence: float | None,
-                 problem: str | None, sent: str) -> str | None:
+async def _gates(gc: GearContext, spec: StepSpec, step: StepRecorder, attempt: Attempt, text: str,
+                 confidence: float | None, problem: str | None, sent: str) -> str | None:
     """Confidence routing, assertions, judge, in that order; the first failure, or None."""
     pipeline = gc.runtime.config.pipeline
     attempt.confidence = confidence
@@ -558,7 +573,7 @@ Reply with one line `SCORE: 0.00` to `SCORE: 1.00` and one line per unsupported 
 _SCORE = re.compile(r"^[\s*_#-]*score[\s*_]*[:=]\s*(?P<value>[0-9]*\.?[0-9]+)", re.IGNORECASE | re.MULTILINE)
 
 
-async def judge(gc: Any, spec: StepSpec, text: str, sent: str) -> JudgeResult:
+async def judge(gc: GearContext, spec: StepSpec, text: str, sent: str) -> JudgeResult:
     """The automatic judge over the step's judge blocks (heuristic offline, or the model)."""
     threshold = gc.runtime.config.pipeline.judge_threshold
     heuristic = heuristic_judge(text, sent, threshold)
@@ -599,7 +614,7 @@ async def judge(gc: Any, spec: StepSpec, text: str, sent: str) -> JudgeResult:
                        detail=summary(completion.text, 600), lineage=judged.model_dump(mode="json"))
 
 
-def _compliance(gc: Any, spec: StepSpec, step: Any, state: StepState, text: str,
+def _compliance(gc: GearContext, spec: StepSpec, step: StepRecorder, state: StepState, text: str,
                 signals: list[Signal]) -> dict[str, int]:
     """Seed 000 §5.3's per-step patterns, from the supplement records and the ``unsupported_specifics``
     signals of the evidence-checking detectors (ora-grounding's ``unsupported-specifics``)."""
@@ -616,7 +631,7 @@ def _compliance(gc: Any, spec: StepSpec, step: Any, state: StepState, text: str,
     return found
 
 
-def _diagnostic(gc: Any, spec: StepSpec, outcome: StepOutcome, failure: str) -> dict[str, Any]:
+def _diagnostic(gc: GearContext, spec: StepSpec, outcome: StepOutcome, failure: str) -> dict[str, Any]:
     return {
         "step": spec.name, "role": spec.role, "purpose": spec.purpose, "gear": gc.gear,
         "mode": gc.package.mode, "backend": gc.backend_for(spec.role), "final_failure": failure,
@@ -630,7 +645,7 @@ def _diagnostic(gc: Any, spec: StepSpec, outcome: StepOutcome, failure: str) -> 
     }
 
 
-async def call_with_supplements(gc: Any, spec: StepSpec, state: StepState, package: str, attempt: int, *,
+async def call_with_supplements(gc: GearContext, spec: StepSpec, state: StepState, package: str, attempt: int, *,
                 regenerating: bool = False, why: str = "first attempt") -> _CallResult:
     """One answer from the model, through the supplement loop; raises ``BackendError``. ``why``:
     why the first call is made (a re-submission after a supplement adds ``; supplement round n``)."""
@@ -699,8 +714,8 @@ async def call_with_supplements(gc: Any, spec: StepSpec, state: StepState, packa
         pending = record
 
 
-async def _model_call(gc: Any, spec: StepSpec, messages: list[Any], attempt: int, call: int,
-                      regenerating: bool, why: str) -> tuple[str, Any]:
+async def _model_call(gc: GearContext, spec: StepSpec, messages: list[Message], attempt: int, call: int,
+                      regenerating: bool, why: str) -> tuple[str, Completion]:
     # The fault points are built only when an injector is active: without one ``faults.inject``
     # returns what it is given, and the two shapes per call would be built for nothing.
     def model_call_point() -> FaultPoint:
@@ -730,34 +745,35 @@ async def _model_call(gc: Any, spec: StepSpec, messages: list[Any], attempt: int
     return faults.inject(gc.turn, point.model_copy(update={"site": "model_output"}), text), completion
 
 
-def _detect(gc: Any, spec: StepSpec, text: str, sent: str = "") -> list[Signal]:
+def _detect(gc: GearContext, spec: StepSpec, text: str, sent: str = "") -> list[Signal]:
     """Every detector of the step's layer over one output, told what the model was given
     (``sent``, without a retry's negative context) and what the orchestrator added to its prompt
     (``ctx.data["material"]``, a ``StepMaterial``: the prompt-echo detector reads it)."""
     data = gc.turn.data
     min_words = spec.min_words if spec.min_words is not None else 40
-    data["expected_min_words"] = min_words
-    data["evidence"] = gc.evidence()
-    data["material"] = step_material(spec, sent, control_texts(gc.runtime.config.pipeline.max_supplements),
-                                     min_words)
+    EXPECTED_MIN_WORDS.put(data, min_words)
+    EVIDENCE.put(data, gc.evidence())
+    MATERIAL.put(data, step_material(spec, sent, control_texts(gc.runtime.config.pipeline.max_supplements),
+                                     min_words))
     if spec.quoted:
-        data["verifier_quoted"] = spec.quoted
+        VERIFIER_QUOTED.put(data, spec.quoted)
     try:
         return gc.turn.detect(spec.layer, text, step=spec.name)
     finally:
-        data.pop("expected_min_words", None)
-        data.pop("verifier_quoted", None)
-        data.pop("material", None)
+        EXPECTED_MIN_WORDS.drop(data)
+        VERIFIER_QUOTED.drop(data)
+        MATERIAL.drop(data)
 
 
 def step_material(spec: StepSpec, sent: str, instructions: tuple[str, ...], min_words: int) -> StepMaterial:
     """The ``StepMaterial`` of one detection, built from its typed parts without a validation
     pass (pinned equal to the validated shape by ``tests/test_step_material.py``); parts of
     other types take the validating path."""
-    fields = {"step": spec.name, "purpose": spec.purpose, "given": sent, "instructions": list(instructions),
-              "retry_phrases": list(RETRY_PHRASES), "expected_min_words": min_words, "quoted": list(spec.quoted)}
+    given, quoted = list(instructions), list(spec.quoted)
+    fields = {"step": spec.name, "purpose": spec.purpose, "given": sent, "instructions": given,
+              "retry_phrases": list(RETRY_PHRASES), "expected_min_words": min_words, "quoted": quoted}
     if (type(spec.name) is str and type(spec.purpose) is str and type(sent) is str and type(min_words) is int
-            and all(type(t) is str for t in fields["instructions"]) and all(type(q) is str for q in fields["quoted"])):
+            and all(type(t) is str for t in given) and all(type(q) is str for q in quoted)):
         return assembled(StepMaterial, fields)
     return StepMaterial(**fields)
 
@@ -779,12 +795,12 @@ def control_texts(cap: int) -> tuple[str, ...]:
 # --- a model step on a component's behalf -------------------------------------------------------
 
 
-async def ask_model(gc: Any, request: ModelRequest, ctx: Any) -> ModelReply:
+async def ask_model(gc: GearContext, request: ModelRequest, ctx: CallContext) -> ModelReply:
     """Run a component's ``ModelRequest`` (``ctx.ask_model``) as a model call of this turn: the
     directive and Phase A's assumptions, the Supplemental RAG protocol, the role ledger, the
     layer's detectors. The role is the request's, else the one of the verification the component
     serves (``ctx.verification``). Raises ``BackendError`` when every backend of the role failed."""
-    call = getattr(ctx, "verification", None)
+    call = ctx.verification
     role = request.role or (call.role if call is not None else "verifier")
     step = call.step if call is not None else f"{role}-call"
     evidence = request.evidence if request.evidence is not None else gc.evidence_block()
@@ -809,8 +825,8 @@ async def ask_model(gc: Any, request: ModelRequest, ctx: Any) -> ModelReply:
 # --- deterministic steps ----------------------------------------------------------------------------
 
 
-def run_deterministic_step(turn: Any, name: str, subject: Any, assertions: list[Assertion] | list[Any],
-                           **inputs: Any) -> Any:
+def run_deterministic_step(turn: TurnContext, name: str, subject: T, assertions: Sequence[Assertion[T]],
+                           **inputs: Any) -> T:
     """Check ``subject`` once against ``assertions``; a failure halts at once (no retry, no judge).
 
     ``assertions`` take the subject (not text) here: ``Assertion(name, check)`` with

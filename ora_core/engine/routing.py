@@ -68,6 +68,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ora_core.engine import index_cache
+from ora_core.kernel.components import ComponentContext
+from ora_core.kernel.ctx_data import MODES
 from ora_core.kernel.errors import PluginError
 from ora_core.kernel.models import (
     ModeCandidate,
@@ -77,6 +79,9 @@ from ora_core.kernel.models import (
     Signal,
     SignalStrengthSummary,
 )
+from ora_core.kernel.modes import ModeLibrary
+from ora_core.kernel.stash import StashKey
+from ora_core.kernel.trace import TurnContext
 
 STEP = "pre-routing"
 STRONG_WEIGHT = 3.0
@@ -84,6 +89,9 @@ WEAK_WEIGHT = 1.0
 NEAREST_SHOWN = 3  # nearest examples kept per mode in the audit
 QUESTION_OPTIONS = 3  # most modes a clarification offers
 ROUTING_WARMUP = "routing-examples"  # the warm-up job that embeds the modes' examples
+#: The category of the Stage 1 re-scan's strong bypass signal (``time_date`` ...), when pre-routing
+#: routed the turn to Gear 1 on it (the direct gear reads it).
+BYPASS_CATEGORY: StashKey[str | None] = StashKey("bypass_category")
 _WORDS = re.compile(r"[^\W\d_]+(?:['\u2019][^\W\d_]+)?")
 
 #: Function words that tell English, German and French apart (a prompt is guessed to be in the
@@ -194,7 +202,7 @@ _INDEXES: dict[str, ExampleIndex] = {}
 _INDEX_LOCK = threading.Lock()
 
 
-def index_entries(library: Any) -> list[tuple[str, str, str]]:
+def index_entries(library: ModeLibrary) -> list[tuple[str, str, str]]:
     """``(mode, source, text)`` for the examples of every loaded mode that declares examples, and
     its description. A mode without examples is not scored by its description alone (a text
     written for people, not a prompt): it routes by its vocabulary."""
@@ -236,7 +244,7 @@ def unit_vectors(embedder: Any, texts: Sequence[str]) -> list[list[float]]:
     return out
 
 
-def example_index(embedder: Any, library: Any) -> tuple[ExampleIndex, bool]:
+def example_index(embedder: Any, library: ModeLibrary) -> tuple[ExampleIndex, bool]:
     """The example index for this embedder and mode set, and whether this call built it. Built
     once per process per (embedder, examples) key; concurrent callers wait for the one build."""
     entries = index_entries(library)
@@ -321,12 +329,13 @@ def semantic_scores(index: ExampleIndex, vector: Sequence[float], top_k: int, la
         best = sims[:top_k]
         scores[mode] = sum(s for s, _ in best) / len(best)
         nearest[mode] = [NearestExample(text=index.texts[i], similarity=round(s, 4),
-                                        source=index.sources[i])  # type: ignore[arg-type]
+                                        source=index.sources[i])
                          for s, i in sims[:NEAREST_SHOWN]]
     return scores, nearest
 
 
-def read_semantic(ctx: Any, library: Any, text: str, params: RoutingParams = PARAMS) -> SemanticReading:
+def read_semantic(ctx: ComponentContext, library: ModeLibrary, text: str,
+                  params: RoutingParams = PARAMS) -> SemanticReading:
     """The semantic signal for ``text``; a missing or failing embedder is a reading that says
     so (``missing`` / ``failed``), never an exception."""
     start = time.perf_counter()
@@ -361,7 +370,8 @@ def read_semantic(ctx: Any, library: Any, text: str, params: RoutingParams = PAR
                            language=language, index_origin=origin)
 
 
-def warm_examples(ctx: Any, library: Any, results: dict[str, Any] | None = None) -> threading.Thread | None:
+def warm_examples(ctx: ComponentContext, library: ModeLibrary,
+                  results: dict[str, Any] | None = None) -> threading.Thread | None:
     """Build the example index in a daemon thread (the runner starts it before Phase A, so the
     examples are embedded while the Phase A model call runs); its outcome goes to
     ``results[ROUTING_WARMUP]`` (``status``, ``seconds``, ``error``). None when there is no embedder
@@ -411,22 +421,22 @@ def candidates_from(signals: list[Signal], known: Any) -> tuple[list[ModeCandida
     return ranked, unknown
 
 
-def score_modes(signals: list[Signal], library: Any, semantic: SemanticReading | None,
+def score_modes(signals: list[Signal], library: ModeLibrary, semantic: SemanticReading | None,
                 params: RoutingParams = PARAMS) -> list[ModeCandidate]:
     """Every loaded mode with its vocabulary, semantic and combined score, best first."""
     vocab = {c.mode: c for c in candidates_from(signals, library)[0]}
-    use_semantic = semantic is not None and semantic.ok
+    reading = semantic if semantic is not None and semantic.ok else None  # the semantic signal, when it ran
     out = []
     for mode in library:
         found = vocab.get(mode.name)
         strong, weak = (found.strong, found.weak) if found else ([], [])
         share = min(STRONG_WEIGHT * len(strong) + WEAK_WEIGHT * len(weak), STRONG_WEIGHT) / STRONG_WEIGHT
-        sem = semantic.scores.get(mode.name) if use_semantic else None  # type: ignore[union-attr]
+        sem = reading.scores.get(mode.name) if reading is not None else None
         score = (sem or 0.0) + params.vocab_weight * share
         out.append(ModeCandidate(
             mode=mode.name, gear=mode.gear, score=round(score, 4), vocabulary=round(share, 4),
             semantic=round(sem, 4) if sem is not None else None, strong=list(strong), weak=list(weak),
-            nearest=semantic.nearest.get(mode.name, []) if use_semantic else []))  # type: ignore[union-attr]
+            nearest=reading.nearest.get(mode.name, []) if reading is not None else []))
     return sorted(out, key=lambda c: (-c.score, -len(c.strong), c.mode))
 
 
@@ -444,7 +454,7 @@ def summarize(signals: list[Signal], mode: str | None, confidence: str) -> Signa
     )
 
 
-def _option(library: Any, name: str) -> str:
+def _option(library: ModeLibrary, name: str) -> str:
     mode = library.modes.get(name)
     title = mode.title if mode is not None and mode.title else name
     return f"{title} ({name})"
@@ -454,7 +464,7 @@ def _option(library: Any, name: str) -> str:
 JUST_ANSWER_MODE = "simple"
 
 
-def question_options(options: list[str], library: Any) -> list[str]:
+def question_options(options: list[str], library: ModeLibrary) -> list[str]:
     """The modes a pending clarification offers: at least two real ones whenever the library has
     two modes (never "a choice" of one), at most ``QUESTION_OPTIONS``."""
     names = list(dict.fromkeys(options))
@@ -466,7 +476,7 @@ def question_options(options: list[str], library: Any) -> list[str]:
     return names[:QUESTION_OPTIONS]
 
 
-def clarification_question(options: list[str], library: Any, *, not_a_request: bool) -> str:
+def clarification_question(options: list[str], library: ModeLibrary, *, not_a_request: bool) -> str:
     """The question of a pending clarification: the options (``question_options``) and "just answer"."""
     listed = "; ".join(_option(library, n) for n in question_options(options, library))
     if not_a_request:
@@ -476,7 +486,7 @@ def clarification_question(options: list[str], library: Any, *, not_a_request: b
             "Or say 'just answer' for a direct reply without analysis.")
 
 
-def dispatch(signals: list[Signal], rescan: list[Signal], library: Any, *, forced_mode: str | None,
+def dispatch(signals: list[Signal], rescan: list[Signal], library: ModeLibrary, *, forced_mode: str | None,
              best_guess: bool, fallback_mode: str, general_mode: str = "standard",
              semantic: SemanticReading | None = None, params: RoutingParams = PARAMS,
              prompt: str = "") -> RoutingDecision:
@@ -487,7 +497,7 @@ def dispatch(signals: list[Signal], rescan: list[Signal], library: Any, *, force
     use_semantic = semantic is not None and semantic.ok
     audit = RoutingAudit(
         method="combined" if use_semantic else "vocabulary-only", rule="",
-        semantic_status=semantic.status if semantic is not None else "not-run",  # type: ignore[arg-type]
+        semantic_status=semantic.status if semantic is not None else "not-run",
         semantic_detail=semantic.detail if semantic is not None else "",
         embedder=semantic.embedder if semantic is not None else None, general_mode=general_mode,
         modes_without_examples=sorted(m.name for m in library if not m.examples),
@@ -495,7 +505,7 @@ def dispatch(signals: list[Signal], rescan: list[Signal], library: Any, *, force
                  "clear_margin": params.clear_margin, "recognised_floor": params.recognised_floor},
         timings_ms=dict(semantic.timings_ms) if semantic is not None else {}, request_form=form,
         example_index=semantic.index_origin if semantic is not None else "",
-        language=semantic.language if use_semantic else None)  # type: ignore[union-attr]
+        language=semantic.language if semantic is not None and use_semantic else None)
     if candidates:
         audit.leader = candidates[0].mode
         if len(candidates) > 1:
@@ -506,7 +516,7 @@ def dispatch(signals: list[Signal], rescan: list[Signal], library: Any, *, force
         audit.rule = rule
         loaded = library.modes.get(mode) if mode else None
         return RoutingDecision(mode=mode, requested_gear=loaded.gear if loaded is not None else None,
-                               classification_confidence=confidence,  # type: ignore[arg-type]
+                               classification_confidence=confidence,
                                candidates=candidates, signal_strength_summary=summarize(signals, mode, confidence),
                                reasoning=reasoning, audit=audit, **extra)
 
@@ -556,10 +566,11 @@ def dispatch(signals: list[Signal], rescan: list[Signal], library: Any, *, force
     # did before the semantic signal existed (most strong phrases, strictly, claims the request).
     unscored = [c for c in candidates if c.semantic is None and c.strong] if use_semantic else []
     if unscored:
-        top = max(unscored, key=lambda c: len(c.strong))
-        if all(len(c.strong) < len(top.strong) for c in candidates if c is not top):
-            return decided(top.mode, "high", "vocabulary-claim-no-examples",
-                           f"{top.mode!r} declares no examples and leads on strong phrases ({', '.join(top.strong)})")
+        claimer = max(unscored, key=lambda c: len(c.strong))
+        if all(len(c.strong) < len(claimer.strong) for c in candidates if c is not claimer):
+            return decided(claimer.mode, "high", "vocabulary-claim-no-examples",
+                           f"{claimer.mode!r} declares no examples and leads on strong phrases "
+                           f"({', '.join(claimer.strong)})")
     if not phrases and not use_semantic:
         return decided(general_mode if have_general else leader.mode, "default", "vocabulary-only-default",
                        f"a request ({form}) no phrase claims, and the semantic signal is unavailable "
@@ -623,13 +634,13 @@ def scores_table(decision: RoutingDecision) -> str:
     return "\n".join(lines)
 
 
-def run_routing(turn: Any, library: Any, cleaned_prompt: str, *, forced_mode: str | None,
+def run_routing(turn: TurnContext, library: ModeLibrary, cleaned_prompt: str, *, forced_mode: str | None,
                 best_guess: bool, params: RoutingParams = PARAMS) -> RoutingDecision:
     pipeline = turn.config.pipeline
     start = time.perf_counter()
     with turn.step(STEP, cleaned_prompt=cleaned_prompt, layer="cleaned_prompt",
                    forced_mode=forced_mode, best_guess=best_guess) as step:
-        turn.data["modes"] = library
+        MODES.put(turn.data, library)
         if turn.host is not None and not turn.host.detectors(layer="cleaned_prompt", kind="mode_signal"):
             step.contingency("stage1-no-mode-signal-detector",
                              "no detector of kind 'mode_signal' on layer 'cleaned_prompt' is installed",
@@ -644,7 +655,7 @@ def run_routing(turn: Any, library: Any, cleaned_prompt: str, *, forced_mode: st
             decision.audit.timings_ms["routing_total_ms"] = round((time.perf_counter() - start) * 1000, 2)
         strong_rescan = [s for s in rescan if s.strength == "strong"]
         if decision.classification_confidence == "bypass" and strong_rescan:
-            turn.data["bypass_category"] = strong_rescan[0].data.get("category")
+            turn.stash[BYPASS_CATEGORY] = strong_rescan[0].data.get("category")
         _, unknown = candidates_from(signals, library)
         step.output.update(decision.model_dump(mode="json"))
         step.output["routing_scores"] = scores_table(decision)

@@ -20,136 +20,39 @@ the full diagnostic.
 from __future__ import annotations
 
 import asyncio
-import sys
 import threading
 import traceback
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from functools import partial
-from typing import IO, Any
+from typing import Any
 
 from ora_core.engine import faults
-from ora_core.engine.backends import BackendPool
 from ora_core.engine.bounded import call_in_thread
 from ora_core.engine.context import assemble_context
 from ora_core.engine.factcheck import run_gear5
 from ora_core.engine.gears.analyst import run_gear2
 from ora_core.engine.gears.cascade import run_gear4
-from ora_core.engine.gears.common import GearContext
 from ora_core.engine.gears.direct import DIRECT_TASK, run_direct
 from ora_core.engine.gears.sequential import run_gear3
 from ora_core.engine.phase_a import run_phase_a
 from ora_core.engine.reliability import Assertion, StepHalted, run_deterministic_step
-from ora_core.engine.routing import ROUTING_WARMUP, run_routing, warm_examples
+from ora_core.engine.routing import BYPASS_CATEGORY, ROUTING_WARMUP, run_routing, warm_examples
+from ora_core.engine.runtime import Runtime
 from ora_core.engine.stage0 import run_stage0
-from ora_core.engine.warmup import WARMUP_JOIN_S, start_warmup
-from ora_core.kernel.config import ResolvedConfig
-from ora_core.kernel.errors import ConfigError, ModeError, OraError
-from ora_core.kernel.models import ClarificationAnswer, ContextPackage, FaultPoint, TurnResult
-from ora_core.kernel.modes import STREAMS, ModeLibrary, load_modes
-from ora_core.kernel.plugins import PluginHost
-from ora_core.kernel.redaction import Redactor
+from ora_core.engine.turn_state import GearContext
+from ora_core.engine.warmup import WARMUP, WARMUP_JOIN_S, start_warmup
+from ora_core.kernel.components import ComponentContext
+from ora_core.kernel.config import OraConfig
+from ora_core.kernel.ctx_data import MODES
+from ora_core.kernel.errors import ModeError, OraError
+from ora_core.kernel.models import ClarificationAnswer, ContextPackage, FaultPoint, TraceEvent, TurnInfo, TurnResult
+from ora_core.kernel.modes import STREAMS, Mode, ModeLibrary
 from ora_core.kernel.trace import TurnContext
 
-__all__ = ["DIRECT_TASK", "Runtime", "run_turn", "run_turn_async"]
+__all__ = ["DIRECT_TASK", "run_turn", "run_turn_async"]
 
 
-class Runtime:
-    """What a turn runs on: the loaded plugins and the resolved configuration.
-
-    ``pool``: a ``BackendPool`` shared with other runtimes (turns of one run on configurations that
-    differ elsewhere, e.g. a calibration's per-pair collection): its tokens-per-minute budget and its
-    built backends then span them all. It must have been built on ``host`` and a configuration with
-    the same ``[backends]`` and ``[roles]`` as ``resolved``'s (else a turn would run on backends its
-    own configuration does not name): a ``ConfigError`` names the difference. Without it, the
-    runtime builds its own pool on first use.
-    """
-
-    def __init__(self, host: PluginHost, resolved: ResolvedConfig, stderr: IO[str] | None = None, *,
-                 pool: BackendPool | None = None) -> None:
-        self.host = host
-        self.resolved = resolved
-        self.stderr: IO[str] = stderr if stderr is not None else sys.stderr
-        if pool is not None:
-            check_shared_pool(pool, host, resolved)
-        self._pool: BackendPool | None = pool
-        self._modes: ModeLibrary | None = None
-        self._redactor: Redactor | None = None
-
-    def __repr__(self) -> str:
-        return f"Runtime(config {self.resolved.hash}, {len(self.host.plugin_versions())} plugin(s))"
-
-    @property
-    def config(self) -> Any:
-        return self.resolved.config
-
-    @property
-    def pool(self) -> BackendPool:
-        if self._pool is None:
-            self._pool = BackendPool(self.config, self.host)
-        return self._pool
-
-    @property
-    def redactor(self) -> Redactor:
-        """The configuration's secrets, as every output replaces them; rebuilt when an environment
-        variable a secret comes from (``api_key_env``) has changed since."""
-        if self._redactor is None or self._redactor.stale():
-            self._redactor = Redactor.for_config(self.resolved)
-        return self._redactor
-
-    @property
-    def modes(self) -> ModeLibrary:
-        """The modes of every registered pack and configured directory (loaded once)."""
-        if self._modes is None:
-            self._modes = load_modes(self.host, self.config)
-        return self._modes
-
-    def sinks(self) -> list[Any]:
-        if not self.config.trace.enabled:
-            return []
-        available = self.host.components("trace_sink")
-        wanted = self.config.trace.sinks or sorted(available)
-        missing = [n for n in wanted if n not in available]
-        if missing:
-            print(f"ora: configured trace sink(s) {', '.join(missing)} not installed "
-                  f"(installed: {', '.join(sorted(available)) or 'none'})", file=self.stderr)
-        return [available[n] for n in wanted if n in available]
-
-    def new_turn(self, prompt: str, conversation_id: str | None = None,
-                 observers: Sequence[Any] = ()) -> TurnContext:
-        return TurnContext(
-            prompt=prompt,
-            config=self.config,
-            config_hash=self.resolved.hash,
-            sinks=[*self.sinks(), *observers],
-            host=self.host,
-            conversation_id=conversation_id or self.config.pipeline.conversation_id,
-            plugins=self.host.plugin_versions(),
-            stderr=self.stderr,
-            redactor=self.redactor,
-        )
-
-
-def check_shared_pool(pool: BackendPool, host: PluginHost, resolved: ResolvedConfig) -> None:
-    """A pool shared into a runtime must build the backends its configuration names, for the roles it
-    names, through the same plugins; a ``ConfigError`` says which part differs."""
-    config = resolved.config
-    problems = []
-    if pool.host is not host:
-        problems.append("it was built on another plugin host")
-    if pool.config.backends != config.backends:
-        names = sorted(n for n in set(pool.config.backends) | set(config.backends)
-                       if pool.config.backends.get(n) != config.backends.get(n))
-        problems.append(f"its [backends] differ ({', '.join(names)})")
-    if pool.config.roles != config.roles:
-        roles = sorted(r for r in type(config.roles).model_fields
-                       if getattr(pool.config.roles, r) != getattr(config.roles, r))
-        problems.append(f"its [roles] differ ({', '.join(roles)})")
-    if problems:
-        raise ConfigError(f"the shared backend pool does not fit this configuration: {'; '.join(problems)}",
-                          field="backends")
-
-
-async def _close_turn(turn: Any, result: TurnResult, timeout_s: float) -> TurnResult:
+async def _close_turn(turn: TurnContext, result: TurnResult, timeout_s: float) -> TurnResult:
     """``turn.close`` (the last event, the sinks' ``close_turn``) on a thread of its own: a sink's
     end-of-turn writing (files, fsync) waits on the disk there, so a slow disk holds up this turn
     only, not every turn of the loop (measured on 50 concurrent Gear-4 turns: wall unchanged,
@@ -164,22 +67,22 @@ async def _close_turn(turn: Any, result: TurnResult, timeout_s: float) -> TurnRe
     loop = asyncio.get_running_loop()
     done: asyncio.Future[TurnResult] = loop.create_future()
 
-    def settle(value: TurnResult | None, error: BaseException | None) -> None:
+    def settle(outcome: TurnResult | BaseException) -> None:
         if done.done():
             return
-        if error is not None:
-            done.set_exception(error)
+        if isinstance(outcome, BaseException):
+            done.set_exception(outcome)
         else:
-            done.set_result(value)  # type: ignore[arg-type]
+            done.set_result(outcome)
 
     def work(copy: TurnResult) -> None:
-        outcome: tuple[TurnResult | None, BaseException | None]
+        outcome: TurnResult | BaseException
         try:
-            outcome = (turn.close(copy), None)
+            outcome = turn.close(copy)
         except BaseException as exc:  # noqa: BLE001 - carried to the awaiting turn and raised there
-            outcome = (None, exc)
+            outcome = exc
         if not loop.is_closed():  # else the turn already returned (overdue) and its loop ended
-            loop.call_soon_threadsafe(settle, *outcome)
+            loop.call_soon_threadsafe(settle, outcome)
 
     # A shallow copy is enough: the close reads the result (its turn_finished event dumps it first,
     # before any sink can stall) and sets two top-level fields (trace_path, tracing_degraded) on the
@@ -196,7 +99,7 @@ async def _close_turn(turn: Any, result: TurnResult, timeout_s: float) -> TurnRe
 
 async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str | None = None,
                          mode: str | None = None, best_guess: bool | None = None,
-                         inject: str | None = None, on_event: Callable[[Any], None] | None = None,
+                         inject: str | None = None, on_event: Callable[[TraceEvent], None] | None = None,
                          clarification: ClarificationAnswer | None = None, **options: Any) -> TurnResult:
     """Run one turn. ``on_event`` sees every trace event (``ora run``'s progress lines).
     ``clarification``: the user's answer to the previous turn's question; its choice is the mode
@@ -233,10 +136,11 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
                                                          "message": str(exc), "stack": stack})
     finally:
         await runtime.pool.aclose(turn)  # a close that fails is named in this turn's trace
-        if turn.data.get("warmup") is not None:  # never leave a thread mid-import at exit
-            if any(t.is_alive() for t in turn.data["warmup"].jobs.values()):  # no thread hop when all are done
-                await asyncio.to_thread(turn.data["warmup"].wait, WARMUP_JOIN_S)
-            turn.data["warmup"].record(turn)
+        warmup = turn.stash.get(WARMUP)
+        if warmup is not None:  # never leave a thread mid-import at exit
+            if any(t.is_alive() for t in warmup.jobs.values()):  # no thread hop when all are done
+                await asyncio.to_thread(warmup.wait, WARMUP_JOIN_S)
+            warmup.record(turn)
     turn.finalize(result)
     await observe(runtime, turn, "ora_turn_finished", turn=turn, result=result)
     result = await _close_turn(turn, result, runtime.config.trace.close_timeout_s)
@@ -248,7 +152,7 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
 async def _sequence(runtime: Runtime, turn: TurnContext, prompt: str, *, forced_mode: str | None,
                     best_guess: bool) -> TurnResult:
     library = runtime.modes
-    turn.data["modes"] = library
+    MODES.put(turn.data, library)
     if not forced_mode:
         bypass = run_stage0(turn, prompt)
         if bypass.bypass:
@@ -261,7 +165,7 @@ async def _sequence(runtime: Runtime, turn: TurnContext, prompt: str, *, forced_
         print(f"ora: {detail}", file=turn.stderr)
         return await run_direct(runtime, turn, prompt, None, mode_name="simple")
     if runtime.config.pipeline.warmup:
-        turn.data["warmup"] = warmup = start_warmup(runtime, turn)
+        turn.stash[WARMUP] = warmup = start_warmup(runtime, turn)
         if not forced_mode:  # pre-routing's example vectors, embedded while Phase A runs
             thread = warm_examples(turn, library, warmup.results)
             if thread is not None:
@@ -275,7 +179,7 @@ async def _sequence(runtime: Runtime, turn: TurnContext, prompt: str, *, forced_
     assert routing.mode is not None
     mode = _load_mode(turn, library, routing.mode)
     if mode is None or mode.gear == 1:
-        category = turn.data.get("bypass_category") if routing.classification_confidence == "bypass" else None
+        category = turn.stash.get(BYPASS_CATEGORY) if routing.classification_confidence == "bypass" else None
         if mode is None and routing.mode != "simple":
             turn.contingency(f"mode-{routing.mode}-missing-ran-gear-1", "turn",
                              f"mode {routing.mode!r} could not be loaded; a direct answer ran instead",
@@ -300,7 +204,7 @@ GEARS = {2: run_gear2, 3: run_gear3, 4: run_gear4, 5: run_gear5}
 CONTEXT_CHECK = "context-assertions"
 
 
-def check_context(turn: TurnContext, config: Any, package: ContextPackage) -> ContextPackage:
+def check_context(turn: TurnContext, config: OraConfig, package: ContextPackage) -> ContextPackage:
     """Deterministic assertions on Step 2's package (never retried, never judged): every enabled
     stream is accounted for (retrieved, diagnosed, failed by name, or named missing), every chunk
     carries a source, and the prompt is not empty."""
@@ -330,20 +234,20 @@ class EventObserver:
 
     name = "event-observer"
 
-    def __init__(self, callback: Callable[[Any], None]) -> None:
+    def __init__(self, callback: Callable[[TraceEvent], None]) -> None:
         self.callback = callback
 
-    def open_turn(self, info: Any, ctx: Any) -> None:
+    def open_turn(self, info: TurnInfo, ctx: ComponentContext) -> None:
         return None
 
-    def handle(self, event: Any) -> None:
+    def handle(self, event: TraceEvent) -> None:
         self.callback(event)
 
-    def close_turn(self, info: Any) -> None:
+    def close_turn(self, info: TurnInfo) -> None:
         return None
 
 
-def _load_mode(turn: TurnContext, library: ModeLibrary, name: str) -> Any:
+def _load_mode(turn: TurnContext, library: ModeLibrary, name: str) -> Mode | None:
     """The mode, or None; a missing mode or an empty required section is a named failure
     (trace + stderr), never an empty string handed to a model (seed 000, #3 and #8)."""
     try:
@@ -387,7 +291,7 @@ async def observe(runtime: Runtime, recorder: TurnContext, hook_name: str, **kwa
             on_error(impl.plugin_name, exc)
 
 
-def _observer_error(turn: TurnContext) -> Any:
+def _observer_error(turn: TurnContext) -> Callable[[str, BaseException], None]:
     def on_error(plugin: str, exc: BaseException) -> None:
         turn.contingency(f"observer-{plugin}-failed", "turn", f"{type(exc).__name__}: {exc}",
                          severity="warning")

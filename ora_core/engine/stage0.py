@@ -10,11 +10,11 @@ signals (greetings) bypass only when nothing but courtesies is left of the promp
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ora_core.kernel.models import Signal
+from ora_core.kernel.trace import TurnContext
 
 STEP = "stage0-bypass"
 MAX_RESIDUAL_WORDS = 2  # a weak-only prompt with more words than this is not a bypass
@@ -51,7 +51,7 @@ def decide(prompt: str, signals: list[Signal]) -> BypassDecision:
     return BypassDecision(bypass=False, reason="no bypass trigger in the raw prompt")
 
 
-def run_stage0(turn: Any, prompt: str) -> BypassDecision:
+def run_stage0(turn: TurnContext, prompt: str) -> BypassDecision:
     with turn.step(STEP, raw_prompt=prompt, layer="raw_prompt") as step:
         detectors = [d.name for d in turn.host.detectors(layer="raw_prompt", kind="bypass")] if turn.host else []
         if not detectors:

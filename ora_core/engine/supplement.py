@@ -33,13 +33,18 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from ora_core.engine import profiles
 from ora_core.engine.profiles import ProfileName
 from ora_core.kernel.models import Chunk, Retrieval, RetrievalFilters, Signal
+from ora_core.kernel.stash import StashKey
+from ora_core.kernel.trace import TurnContext
+
+if TYPE_CHECKING:
+    from ora_core.engine.runtime import Runtime
 
 REQUEST_HEADING = "## SUPPLEMENTAL RAG REQUEST"
 RESULT_HEADING = "## SUPPLEMENTAL RAG RESULT"
@@ -255,7 +260,7 @@ def query_terms_in(query: str, package: str) -> bool:
     return bool(terms) and all(t in have for t in terms)
 
 
-async def fetch(runtime: Any, turn: Any, step: str, request: SupplementRequest,
+async def fetch(runtime: Runtime, turn: TurnContext, step: str, request: SupplementRequest,
                 n: int, package_text: str) -> tuple[SupplementRecord, list[Retrieval], str]:
     """Run one request through the retrievers; the record, the retrievals and the RESULT block."""
     from ora_core.engine.context import fence_id, fenced, resolve_retrievers, retrieve_bounded, screen_chunks
@@ -312,7 +317,7 @@ def _tag(chunk: Chunk) -> Chunk:
     return chunk.model_copy(update={"provenance": provenance})
 
 
-def finish(turn: Any, record: SupplementRecord, next_output: str | None, next_request: bool) -> None:
+def finish(turn: TurnContext, record: SupplementRecord, next_output: str | None, next_request: bool) -> None:
     """Decide whether the re-submission resolved the gap, and emit the ``supplement`` event."""
     if next_output is None:
         record.resolved, record.resolution = False, "no re-submitted answer (the step failed)"
@@ -350,7 +355,6 @@ def assess_compliance(records: list[SupplementRecord], final_text: str, signals:
 
 # --- the turn-level pattern: the always-requester -----------------------------------------------------
 
-TURN_KEY = "supplement_steps"
 #: The always-requester: at least this many protocol steps ran, and at least this share of them
 #: asked for a supplement.
 ALWAYS_REQUESTER_MIN_STEPS = 2
@@ -367,18 +371,20 @@ class StepRequests(BaseModel):
     unneeded: int = 0
 
 
-def note_step(turn: Any, step: str, records: list[SupplementRecord]) -> None:
+#: Every step of this turn that carried the protocol, with what it did (``note_step``; read by ``assess_turn``).
+PROTOCOL_STEPS: StashKey[list[StepRequests]] = StashKey("supplement_steps")
+
+
+def note_step(turn: TurnContext, step: str, records: list[SupplementRecord]) -> None:
     """Record that ``step`` carried the protocol, and how many requests it made."""
-    data = getattr(turn, "data", None)
-    if isinstance(data, dict):
-        data.setdefault(TURN_KEY, []).append(StepRequests(
-            step=step, requests=len(records), unneeded=sum(1 for r in records if r.package_had_terms)))
+    turn.stash.setdefault(PROTOCOL_STEPS, []).append(StepRequests(
+        step=step, requests=len(records), unneeded=sum(1 for r in records if r.package_had_terms)))
 
 
-def assess_turn(turn: Any) -> dict[str, Any] | None:
+def assess_turn(turn: TurnContext) -> dict[str, Any] | None:
     """The always-requester (seed 000 §5.3): a request on (nearly) every step of the turn, the
     package adequate or not. ``None`` when the pattern is absent; else its counts."""
-    steps: list[StepRequests] = (getattr(turn, "data", None) or {}).get(TURN_KEY, [])
+    steps = turn.stash.get(PROTOCOL_STEPS, [])
     if len(steps) < ALWAYS_REQUESTER_MIN_STEPS:
         return None
     asking = [s for s in steps if s.requests]

@@ -36,13 +36,24 @@ from ora_core.engine import faults, lineage
 from ora_core.engine.bounded import call_in_thread
 from ora_core.engine.lineage import ModelIdentity
 from ora_core.engine.reliability import ask_model, judged_context
+from ora_core.engine.turn_state import GearContext
+from ora_core.kernel.components import Verifier
+from ora_core.kernel.ctx_data import EVIDENCE, VERIFIER_QUOTED
 from ora_core.kernel.errors import PluginError, VerifierTimeout
-from ora_core.kernel.models import FaultPoint, ModelReply, Signal, Verdict, VerdictStatus, VerificationCall
+from ora_core.kernel.models import (
+    EvidencePackage,
+    FaultPoint,
+    ModelReply,
+    ModelRequest,
+    Signal,
+    Verdict,
+    VerdictStatus,
+    VerificationCall,
+)
 from ora_core.kernel.signals import SignalKind
-from ora_core.kernel.trace import CallContext
+from ora_core.kernel.trace import CallContext, TurnContext
 
 Which = Literal["verifier", "final_verifier"]
-QUOTED_KEY = "verifier_quoted"  # where verifier_output detectors find the texts the verifier was shown
 
 DEFAULT_CRITERIA = ("PASS when every specific fact (name, date, figure, quotation) is supported by "
                     "the evidence package and no claim is stated with more confidence than the "
@@ -80,7 +91,7 @@ def verdict_from_signals(verifier: str, raw: str, signals: list[Signal], *, read
     return Verdict(status=status, verifier=verifier, reasons=reasons, raw_output=raw, data=data)
 
 
-async def verify(gc: Any, *, step: str, subject: str, which: Which = "verifier", slot: str = "",
+async def verify(gc: GearContext, *, step: str, subject: str, which: Which = "verifier", slot: str = "",
                  cycle: int = 0, broken_contingency: str | None = None, author: ModelIdentity | None = None,
                  prefer: str | None = None) -> Verdict:
     """Verify ``subject`` in a traced step; record the verdict; never raise for a verifier fault.
@@ -158,7 +169,7 @@ def _labelled(verdict: Verdict, judged: lineage.LineageCheck) -> Verdict:
     return verdict.model_copy(update={"data": data})
 
 
-def _resolve(turn: Any, name: str) -> tuple[Any, str]:
+def _resolve(turn: TurnContext, name: str) -> tuple[Verifier | None, str]:
     """The verifier registered as ``name``, or None and why."""
     if turn.host is None:
         return None, "no plugin host"
@@ -168,11 +179,12 @@ def _resolve(turn: Any, name: str) -> tuple[Any, str]:
         return None, str(exc)
 
 
-async def _plugin_verdict(gc: Any, step: str, name: str, verifier: Any, subject: str, evidence: Any, criteria: str,
-                          quoted: list[str], point: FaultPoint, call: VerificationCall) -> Verdict:
+async def _plugin_verdict(gc: GearContext, step: str, name: str, verifier: Verifier, subject: str,
+                          evidence: EvidencePackage, criteria: str, quoted: list[str], point: FaultPoint,
+                          call: VerificationCall) -> Verdict:
     turn = gc.turn
 
-    async def gateway(request: Any, ctx: Any) -> ModelReply:
+    async def gateway(request: ModelRequest, ctx: CallContext) -> ModelReply:
         return await ask_model(gc, request, ctx)
 
     ctx = CallContext(turn, verification=call, gateway=gateway)
@@ -192,7 +204,7 @@ async def _plugin_verdict(gc: Any, step: str, name: str, verifier: Any, subject:
     result = faults.inject(turn, point.model_copy(update={"site": "verifier_output"}), result)
     if isinstance(result, Verdict):
         return result if result.verifier else result.model_copy(update={"verifier": name})
-    readable = bool(turn.host.detectors(layer="verifier_output"))
+    readable = turn.host is not None and bool(turn.host.detectors(layer="verifier_output"))
     if isinstance(result, ModelReply):
         verdict = verdict_from_signals(name, result.text, result.signals, readable=readable)
         verdict.data["model"] = result.model
@@ -210,11 +222,8 @@ async def _plugin_verdict(gc: Any, step: str, name: str, verifier: Any, subject:
     return _broken(name, [f"the verifier returned {type(result).__name__}, not a Verdict"], repr(result)[:2000])
 
 
-def _detect_raw(gc: Any, step: str, raw: str, quoted: list[str]) -> list[Signal]:
+def _detect_raw(gc: GearContext, step: str, raw: str, quoted: list[str]) -> list[Signal]:
     data = gc.turn.data
-    data[QUOTED_KEY] = quoted
-    data["evidence"] = gc.evidence()
-    try:
+    EVIDENCE.put(data, gc.evidence())
+    with VERIFIER_QUOTED.given(data, quoted):
         return gc.turn.detect("verifier_output", raw, step=step)
-    finally:
-        data.pop(QUOTED_KEY, None)

@@ -21,6 +21,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ora_core.engine.context import resolve_retrievers
+from ora_core.engine.runtime import Runtime
+from ora_core.kernel.stash import StashKey
+from ora_core.kernel.trace import TurnContext
 
 STEP = "warmup"
 #: How long the end of a turn waits for warm-up threads still loading (a turn that stopped early,
@@ -42,7 +45,7 @@ class Warmup:
         for thread in self.jobs.values():
             thread.join(max(0.0, deadline - time.monotonic()))
 
-    def record(self, turn: Any) -> None:
+    def record(self, turn: TurnContext) -> None:
         """One ``note`` event (``warmup=<component>``) per component: ok, failed or still running."""
         if self._recorded:
             return
@@ -56,6 +59,11 @@ class Warmup:
                                  "loads it and reports any error there", severity="info", component=name)
 
 
+#: The turn's warm-up (``start_warmup``), when ``[pipeline] warmup`` is on: the runner waits for it and
+#: records it at the end of the turn.
+WARMUP: StashKey[Warmup] = StashKey("warmup")
+
+
 def _run(warmup: Warmup, name: str, target: Any, *args: Any) -> None:
     start = time.perf_counter()
     try:
@@ -67,7 +75,7 @@ def _run(warmup: Warmup, name: str, target: Any, *args: Any) -> None:
         warmup.results[name] = {"status": "ok", "seconds": round(time.perf_counter() - start, 3)}
 
 
-def start_warmup(runtime: Any, turn: Any, roles: tuple[str, ...] = ()) -> Warmup:
+def start_warmup(runtime: Runtime, turn: TurnContext, roles: tuple[str, ...] = ()) -> Warmup:
     """Start warming the enabled retrievers (and the backends of ``roles``) in daemon threads."""
     warmup = Warmup()
     config = runtime.config

@@ -1,5 +1,8 @@
 """The shapes of the components plugins register, as typing Protocols: a detector, a backend factory
-and the backend it creates, a retriever, a verifier, a trace sink, a fault injector and an embedder.
+and the backend it creates, a retriever, a verifier, a trace sink, a fault injector and an embedder;
+and the two shapes the kernel hands *them*: ``ComponentContext`` (the ``ctx`` a component is called
+with: a turn, one call's view of it, or a standalone context) and ``ComponentRegistry`` (what a
+turn asks of the plugin host: the registered components).
 (Mode and probe packs are directories and options are pydantic models: they need no Protocol. The
 registry hooks and the kind each registers are ``hookspecs.REGISTRY_HOOKS``.)
 
@@ -11,20 +14,68 @@ naming the component, anything that does not fit.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ora_core.kernel.models import (
     Completion,
     CompletionParams,
+    Contingency,
+    EvidencePackage,
     FaultPoint,
     Message,
     Retrieval,
     RetrievalFilters,
+    Severity,
     Signal,
     TraceEvent,
     TurnInfo,
     Verdict,
 )
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
+
+    from ora_core.kernel.config import OraConfig
+
+
+class ComponentRegistry(Protocol):
+    """What a turn asks of the plugin host (``ora_core.kernel.plugins.PluginHost`` is one): the
+    usable components of a kind, the detectors of a layer, one component by name, and the options
+    models plugins declared."""
+
+    def components(self, kind: str) -> dict[str, Any]: ...
+
+    def detectors(self, layer: str | None = None, kind: str | None = None) -> list[Any]: ...
+
+    def get(self, kind: str, name: str) -> Any: ...
+
+    def options_model(self, table: str) -> Any: ...
+
+    def options_models(self) -> dict[str, Any]: ...
+
+
+class ComponentContext(Protocol):
+    """The ``ctx`` a detector, retriever or verifier is called with: a turn (``TurnContext``), one
+    verifier call's view of it (``CallContext``: the same, plus ``verification`` and ``ask_model``)
+    or, outside a turn, a ``StandaloneContext``. All of them have these."""
+
+    @property
+    def config(self) -> OraConfig: ...
+
+    @property
+    def host(self) -> ComponentRegistry | None: ...
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The scratch space plugins share; what the engine puts there: ``ora_core.kernel.ctx_data``."""
+        ...
+
+    def contingency(self, name: str, step: str, detail: str = "", *, severity: Severity = "warning",
+                    **data: Any) -> Contingency: ...
+
+    def embedder(self, name: str | None = None) -> Any: ...
+
+    def options(self, table: str) -> BaseModel: ...
 
 
 @runtime_checkable
@@ -41,7 +92,7 @@ class Detector(Protocol):
     layer: str
     assumes: frozenset[str]
 
-    def detect(self, text: str, ctx: Any) -> list[Signal]: ...
+    def detect(self, text: str, ctx: ComponentContext) -> list[Signal]: ...
 
 
 @runtime_checkable
@@ -84,7 +135,7 @@ class Retriever(Protocol):
     name: str
     stream: str
 
-    def retrieve(self, query: str, filters: RetrievalFilters, k: int, ctx: Any) -> Retrieval: ...
+    def retrieve(self, query: str, filters: RetrievalFilters, k: int, ctx: ComponentContext) -> Retrieval: ...
 
 
 @runtime_checkable
@@ -93,7 +144,7 @@ class Verifier(Protocol):
 
     name: str
 
-    def verify(self, subject: str, package: Any, criteria: str, ctx: Any) -> Verdict: ...
+    def verify(self, subject: str, package: EvidencePackage, criteria: str, ctx: ComponentContext) -> Verdict: ...
 
 
 @runtime_checkable
@@ -112,7 +163,7 @@ class TraceSink(Protocol):
 
     name: str
 
-    def open_turn(self, turn: TurnInfo, ctx: Any) -> None: ...
+    def open_turn(self, turn: TurnInfo, ctx: ComponentContext) -> None: ...
 
     def handle(self, event: TraceEvent) -> None: ...
 

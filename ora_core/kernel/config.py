@@ -20,7 +20,7 @@ import threading
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Self, TypeVar, get_args, get_origin
+from typing import Any, Literal, Protocol, Self, TypeVar, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, model_validator
 
@@ -231,6 +231,18 @@ SEED_SOURCE_CLASSES: dict[str, Literal["institutional", "general"]] = {
 }
 
 
+#: The two directions a contrarian query looks in.
+Direction = Literal["supports", "contradicts"]
+DEFAULT_CONTRARIAN_QUERIES: dict[Direction, list[str]] = {
+    "contradicts": ["evidence against the claim that {claim}", "{claim}: disputed, refuted, false"],
+    "supports": ["evidence for the claim that {claim}", "{claim}: confirmed, supported, true"],
+}
+
+
+def _default_contrarian_queries() -> dict[Direction, list[str]]:
+    return {direction: list(queries) for direction, queries in DEFAULT_CONTRARIAN_QUERIES.items()}
+
+
 class FactCheckConfig(_Section):
     """The fact-check mode (gear 5): seed 002's knowledge-diversity controls (D5) with the seed's
     values as defaults, and how the debate reads its evidence.
@@ -257,10 +269,7 @@ class FactCheckConfig(_Section):
     imbalance_min_directional: int = Field(default=3, ge=1)
     contrarian: bool = True
     contrarian_max_queries: int = Field(default=2, ge=0, le=10)
-    contrarian_queries: dict[Literal["supports", "contradicts"], list[str]] = Field(default_factory=lambda: {
-        "contradicts": ["evidence against the claim that {claim}", "{claim}: disputed, refuted, false"],
-        "supports": ["evidence for the claim that {claim}", "{claim}: confirmed, supported, true"],
-    })
+    contrarian_queries: dict[Direction, list[str]] = Field(default_factory=_default_contrarian_queries)
     runtime_ceiling: float = Field(default=0.15, ge=0.0)
     baseline_runtime_s: float | None = Field(default=None, gt=0)
     # Evidence: which streams count, the filter, the source-type classes, the directions.
@@ -314,7 +323,7 @@ class PluginOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     @classmethod
-    def of(cls, ctx: Any, table: str) -> Self:
+    def of(cls, ctx: ConfigSource, table: str) -> Self:
         """``[plugins.<table>]`` of ``ctx``'s configuration, validated as this model (defaults when
         the table is absent); a ``ConfigError`` naming the table and each bad key otherwise."""
         return plugin_options(ctx, table, cls)
@@ -445,7 +454,7 @@ def _fields_at(loc: tuple[Any, ...]) -> list[str]:
             model = annotation
             origin = getattr(annotation, "__origin__", None)
             if origin is dict:
-                model = ("dict", annotation.__args__[1])
+                model = ("dict", get_args(annotation)[1])
         elif isinstance(model, tuple) and model[0] == "dict":
             model = model[1]
         else:
@@ -689,7 +698,26 @@ _OPTIONS_CACHE: dict[tuple[str, type], tuple[Any, BaseModel]] = {}
 _OPTIONS_LOCK = threading.Lock()
 
 
-def _oraconfig(source: Any) -> Any:
+class OptionsHost(Protocol):
+    """What ``options_for`` asks of the plugin host: the options models plugins declared."""
+
+    def options_model(self, table: str) -> Any: ...
+
+    def options_models(self) -> dict[str, Any]: ...
+
+
+class Configured(Protocol):
+    """Anything with a configuration: a turn, a ``StandaloneContext``, a ``ResolvedConfig``."""
+
+    @property
+    def config(self) -> OraConfig: ...
+
+
+#: What ``PluginOptions.of`` and ``plugin_options`` read a configuration from.
+ConfigSource = OraConfig | Configured
+
+
+def _oraconfig(source: ConfigSource) -> Any:
     """The ``OraConfig`` behind ``source``: a ctx (``.config``), a ``ResolvedConfig``, an ``OraConfig``."""
     for _ in range(3):
         if isinstance(source, OraConfig):
@@ -701,7 +729,7 @@ def _oraconfig(source: Any) -> Any:
     return source
 
 
-def plugin_options(source: Any, table: str, model: type[M]) -> M:
+def plugin_options(source: ConfigSource, table: str, model: type[M]) -> M:
     """``[plugins.<table>]`` of ``source``'s configuration validated as ``model`` (its defaults when
     the table is absent). Cached per table and model while the table's content stays the same, so
     a component may ask on every call."""
@@ -710,14 +738,14 @@ def plugin_options(source: Any, table: str, model: type[M]) -> M:
     raw = {} if raw is None else raw
     cached = _OPTIONS_CACHE.get((table, model))
     if cached is not None and cached[0] == raw:
-        return cached[1]  # type: ignore[return-value]
+        return cached[1]  # type: ignore[return-value]  # the cache is keyed by the model: an instance of it
     instance = validated_table(raw, f"plugins.{table}", model)
     with _OPTIONS_LOCK:
         _OPTIONS_CACHE[(table, model)] = (copy.deepcopy(raw), instance)
     return instance
 
 
-def options_for(host: Any, config: Any, table: str) -> BaseModel:
+def options_for(host: OptionsHost | None, config: ConfigSource, table: str) -> BaseModel:
     """``ctx.options(table)``: ``[plugins.<table>]`` validated as the model a plugin declared for it
     (``ora_register_options``); a ``PluginError`` when no loaded plugin declares that table."""
     model = host.options_model(table) if host is not None else None

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ora_core.kernel.components import ComponentContext, ComponentRegistry
 from ora_core.kernel.models import Signal
 
 T = TypeVar("T")
@@ -68,8 +69,8 @@ class TextAnalysis:
         return value
 
 
-def run_detectors(host: Any, layer: str, text: str, ctx: Any, *, kind: str | None = None,
-                  step: str = "", exclude_kinds: frozenset[str] = frozenset(),
+def run_detectors(host: ComponentRegistry, layer: str, text: str, ctx: ComponentContext, *,
+                  kind: str | None = None, step: str = "", exclude_kinds: frozenset[str] = frozenset(),
                   detectors: list[Any] | None = None) -> list[Signal]:
     """Signals of every usable detector on ``layer`` (optionally of one ``kind``); ``detectors``:
     that list when the caller already has it (a turn looks it up once per layer and kind)."""

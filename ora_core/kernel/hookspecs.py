@@ -12,9 +12,13 @@ accept any subset of the arguments listed here; an argument not listed is an err
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pluggy
+
+if TYPE_CHECKING:
+    from ora_core.kernel.models import TurnResult
+    from ora_core.kernel.trace import TurnContext
 
 PROJECT = "ora"
 
@@ -167,12 +171,12 @@ def ora_register_commands(cli: Any, ora: Any) -> None:
 
 
 @hookspec
-def ora_turn_started(turn: Any) -> None:
+def ora_turn_started(turn: TurnContext) -> None:
     """Called when a turn begins, with the ``ora_core.kernel.trace.TurnContext``. Observers only."""
 
 
 @hookspec
-def ora_turn_finished(turn: Any, result: Any) -> None:
+def ora_turn_finished(turn: TurnContext, result: TurnResult) -> None:
     """Called after a turn, with its ``TurnContext`` and ``TurnResult``.
 
     Post-turn work (for example indexing the exchange into conversation memory) belongs here;

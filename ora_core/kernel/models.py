@@ -247,13 +247,17 @@ class Verdict(_Shape):
 # --- reliability and health ---------------------------------------------------------------------
 
 
+#: How bad a contingency is: ``degraded`` and ``error`` mark the step's health degraded.
+Severity = Literal["info", "warning", "degraded", "error"]
+
+
 class Contingency(_Shape):
     """A named fallback that fired. Graceful degradation, recorded and counted."""
 
     name: str
     step: str
     detail: str = ""
-    severity: Literal["info", "warning", "degraded", "error"] = "warning"
+    severity: Severity = "warning"
     at: datetime = Field(default_factory=utc_now)
     data: dict[str, Any] = Field(default_factory=dict)
 

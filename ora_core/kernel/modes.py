@@ -253,7 +253,7 @@ def split_sections(body: str) -> dict[str, str]:
 class ModeLibrary:
     """Every mode of every registered pack and configured directory, with the problems found."""
 
-    def __init__(self, modes: dict[str, Mode], problems: list[ModeProblem], sources: list[tuple[str, str]]):
+    def __init__(self, modes: dict[str, Mode], problems: list[ModeProblem], sources: list[tuple[str, str]]) -> None:
         self.modes = modes
         self.problems = problems
         self.sources = sources  # (pack name, directory)

@@ -19,12 +19,14 @@ import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import IO, Any, get_args
+from typing import IO, TYPE_CHECKING, Any, get_args
 
+from ora_core.kernel.components import ComponentRegistry, TraceSink
 from ora_core.kernel.models import (
     Contingency,
     EventKind,
     ModelCallRecord,
+    Severity,
     Signal,
     StepHealth,
     TraceEvent,
@@ -33,6 +35,15 @@ from ora_core.kernel.models import (
     assembled,
 )
 from ora_core.kernel.redaction import Redactor, scrub_shapes
+from ora_core.kernel.stash import Stash
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
+    from pydantic import BaseModel
+
+    from ora_core.kernel.config import OraConfig
+    from ora_core.kernel.models import ModelReply, ModelRequest, VerificationCall
 
 _SAFE_ID = re.compile(r"[^A-Za-z0-9._-]+")
 _EVENT_KINDS = frozenset(get_args(EventKind))
@@ -66,18 +77,22 @@ def new_turn_id(now: datetime | None = None) -> str:
 class TurnContext:
     """Everything one turn knows: config, plugins, sinks, and what has happened so far.
 
-    Passed as ``ctx`` to detectors, retrievers and verifiers, so they can read the
-    configuration and record contingencies without importing anything but ``ora_core``.
+    Passed as ``ctx`` to detectors, retrievers and verifiers (a ``ComponentContext``), so they can
+    read the configuration and record contingencies without importing anything but ``ora_core``.
+
+    Two places hold what the steps of a turn share: ``data``, the plain dict plugins share (what the
+    engine puts there is ``ora_core.kernel.ctx_data``), and ``stash``, the engine's own typed slots
+    (``ora_core.kernel.stash``: each ``StashKey`` declared with its type beside the code that owns it).
     """
 
     def __init__(
         self,
         *,
         prompt: str,
-        config: Any,
+        config: OraConfig,
         config_hash: str,
-        sinks: Sequence[Any] = (),
-        host: Any = None,
+        sinks: Sequence[TraceSink] = (),
+        host: ComponentRegistry | None = None,
         conversation_id: str = "default",
         plugins: dict[str, str] | None = None,
         secrets: Sequence[str] = (),
@@ -104,7 +119,7 @@ class TurnContext:
             config_hash=config_hash,
             plugins=dict(plugins or {}),
         )
-        self._sinks = list(sinks)
+        self._sinks: list[TraceSink] = list(sinks)
         self._failed_sinks: dict[str, str] = {}
         self._closed_sinks: set[str] = set()  # sinks whose close_turn has returned
         self._seq = 0
@@ -119,7 +134,10 @@ class TurnContext:
         self._verbatim_calls = getattr(getattr(config, "trace", None), "calls", "verbatim") != "ledger"
         self.signals: list[Signal] = []
         self.trace_paths: list[str] = []
-        self.data: dict[str, Any] = {}  # scratch space shared by the steps of this turn
+        #: The scratch space plugins share (``ctx.data``); the keys the engine writes: ``kernel/ctx_data.py``.
+        self.data: dict[str, Any] = {}
+        #: The engine's state between the steps of this turn, in typed slots (``kernel/stash.py``).
+        self.stash = Stash()
         self._detectors: dict[tuple[str, str | None], list[Any]] = {}
 
     # --- sinks ------------------------------------------------------------------------------
@@ -132,7 +150,7 @@ class TurnContext:
     def sink_failures(self) -> dict[str, str]:
         return dict(self._failed_sinks)
 
-    def _sink_failed(self, sink: Any, stage: str, exc: BaseException) -> None:
+    def _sink_failed(self, sink: TraceSink, stage: str, exc: BaseException) -> None:
         name = getattr(sink, "name", type(sink).__name__)
         if name in self._failed_sinks:
             return
@@ -178,7 +196,7 @@ class TurnContext:
         """The configured embedder (``[embedding] embedder``), or the one registered as ``name``."""
         return embedder_for(self.host, self.config, name)
 
-    def options(self, table: str) -> Any:
+    def options(self, table: str) -> BaseModel:
         """``[plugins.<table>]`` validated as the model its plugin declared (``ora_register_options``),
         cached while the table stays the same: ``ora_core.kernel.config.options_for``."""
         from ora_core.kernel.config import options_for
@@ -226,9 +244,9 @@ class TurnContext:
             recorder.finish()
 
     def contingency(self, name: str, step: str, detail: str = "", *,
-                    severity: str = "warning", **data: Any) -> Contingency:
+                    severity: Severity = "warning", **data: Any) -> Contingency:
         """Name a fallback that fired. It lands in the event stream and in step health."""
-        record = Contingency(name=name, step=step, detail=detail, severity=severity, data=data)  # type: ignore[arg-type]
+        record = Contingency(name=name, step=step, detail=detail, severity=severity, data=data)
         self.contingencies.append(record)
         health = self.health.setdefault(step, StepHealth(step=step))
         if name not in health.contingencies:
@@ -349,7 +367,7 @@ class TurnContext:
         return result
 
 
-_NOT_IN_LEDGER = {"messages": [], "params": {}, "output": None}
+_NOT_IN_LEDGER: dict[str, Any] = {"messages": [], "params": {}, "output": None}
 
 
 def ledger_entry(record: ModelCallRecord) -> ModelCallRecord:
@@ -361,7 +379,7 @@ def ledger_entry(record: ModelCallRecord) -> ModelCallRecord:
     return record.model_copy(update=_NOT_IN_LEDGER)
 
 
-def embedder_for(host: Any, config: Any, name: str | None = None) -> Any:
+def embedder_for(host: ComponentRegistry | None, config: OraConfig | None, name: str | None = None) -> Any:
     """The embedder registered as ``name`` (default: ``config.embedding.embedder``); a name no
     plugin registers is a ``PluginError`` listing the registered ones."""
     from ora_core.kernel.errors import PluginError
@@ -378,25 +396,90 @@ def embedder_for(host: Any, config: Any, name: str | None = None) -> Any:
 
 
 class CallContext:
-    """A turn as one component call sees it: everything of the turn (``ctx.data``,
-    ``ctx.contingency``, ``ctx.host`` ... are the turn's own), plus what this call is serving
-    (``ctx.verification``) and ``await ctx.ask_model(request)``, the engine running a model step
-    for the component under the turn's rules. Built per call, so two verifications running side
-    by side (Gear 4's streams) never see each other's."""
+    """A turn as one component call sees it: the turn's own ``config``, ``host``, ``data``,
+    ``stash``, ``prompt``, ids, ``stderr``, ``secrets`` and ``redactor``, its ``contingency``, ``emit``,
+    ``detect``, ``embedder``, ``options`` and ``redact`` (``turn`` is the whole ``TurnContext``),
+    plus what this call is serving (``verification``) and ``await ctx.ask_model(request)``, the
+    engine running a model step for the component under the turn's rules. Built per call, so two
+    verifications running side by side (Gear 4's streams) never see each other's."""
 
-    def __init__(self, turn: Any, *, verification: Any = None, gateway: Any = None) -> None:
+    def __init__(self, turn: TurnContext, *, verification: VerificationCall | None = None,
+                 gateway: Callable[[ModelRequest, CallContext], Awaitable[ModelReply]] | None = None) -> None:
         self._turn = turn
         self.verification = verification
         self._gateway = gateway
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._turn, name)
-
     @property
-    def turn(self) -> Any:
+    def turn(self) -> TurnContext:
         return self._turn
 
-    async def ask_model(self, request: Any) -> Any:
+    # --- the turn's own, by name (no attribute is looked up on the turn by a fallback) -----------
+
+    @property
+    def config(self) -> OraConfig:
+        return self._turn.config
+
+    @property
+    def host(self) -> ComponentRegistry | None:
+        return self._turn.host
+
+    @property
+    def data(self) -> dict[str, Any]:
+        return self._turn.data
+
+    @property
+    def stash(self) -> Stash:
+        return self._turn.stash
+
+    @property
+    def prompt(self) -> str:
+        return self._turn.prompt
+
+    @property
+    def turn_id(self) -> str:
+        return self._turn.turn_id
+
+    @property
+    def conversation_id(self) -> str:
+        return self._turn.conversation_id
+
+    @property
+    def stderr(self) -> IO[str]:
+        return self._turn.stderr
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        return self._turn.secrets
+
+    @property
+    def redactor(self) -> Redactor:
+        return self._turn.redactor
+
+    @property
+    def contingencies(self) -> list[Contingency]:
+        return self._turn.contingencies
+
+    def contingency(self, name: str, step: str, detail: str = "", *,
+                    severity: Severity = "warning", **data: Any) -> Contingency:
+        return self._turn.contingency(name, step, detail, severity=severity, **data)
+
+    def emit(self, kind: EventKind, *, step: str = "", step_index: int | None = None, **data: Any) -> TraceEvent:
+        return self._turn.emit(kind, step=step, step_index=step_index, **data)
+
+    def detect(self, layer: str, text: str, *, step: str = "", kind: str | None = None,
+               exclude_kinds: frozenset[str] = frozenset()) -> list[Signal]:
+        return self._turn.detect(layer, text, step=step, kind=kind, exclude_kinds=exclude_kinds)
+
+    def embedder(self, name: str | None = None) -> Any:
+        return self._turn.embedder(name)
+
+    def options(self, table: str) -> BaseModel:
+        return self._turn.options(table)
+
+    def redact(self, text: str) -> str:
+        return self._turn.redact(text)
+
+    async def ask_model(self, request: ModelRequest) -> ModelReply:
         """Run ``request`` (a ``ModelRequest``) as a model step of this turn; a ``ModelReply``.
 
         Raises ``BackendError`` when every backend of the role failed, and ``PluginError`` when
@@ -413,7 +496,7 @@ class StandaloneContext:
     list --check``, benchmarks): the configuration, and contingencies reported on stderr and
     kept in ``contingencies`` instead of a trace."""
 
-    def __init__(self, config: Any, *, stderr: IO[str] | None = None, host: Any = None,
+    def __init__(self, config: OraConfig, *, stderr: IO[str] | None = None, host: ComponentRegistry | None = None,
                  secrets: Sequence[str] = (), redactor: Redactor | None = None) -> None:
         self.config = config
         self.host = host
@@ -427,16 +510,16 @@ class StandaloneContext:
         """The configured embedder (``[embedding] embedder``), or the one registered as ``name``."""
         return embedder_for(self.host, self.config, name)
 
-    def options(self, table: str) -> Any:
+    def options(self, table: str) -> BaseModel:
         """``[plugins.<table>]`` validated as the model its plugin declared, as ``TurnContext.options``."""
         from ora_core.kernel.config import options_for
 
         return options_for(self.host, self.config, table)
 
     def contingency(self, name: str, step: str, detail: str = "", *,
-                    severity: str = "warning", **data: Any) -> Contingency:
+                    severity: Severity = "warning", **data: Any) -> Contingency:
         detail, data = self.redactor.error_text(detail), self.redactor.data(data)
-        record = Contingency(name=name, step=step, detail=detail, severity=severity, data=data)  # type: ignore[arg-type]
+        record = Contingency(name=name, step=step, detail=detail, severity=severity, data=data)
         self.contingencies.append(record)
         print(f"ora: {step}: {name}" + (f" ({detail})" if detail else ""), file=self.stderr)
         return record

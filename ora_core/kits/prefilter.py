@@ -56,7 +56,7 @@ def _best(candidates: list[frozenset[str]]) -> frozenset[str] | None:
 def _sequence(items: Any, icase: bool) -> list[frozenset[str]]:
     """Every requirement of a sequence: a match passes through each of its parts, so it needs a
     literal of *each* requirement found in them (a conjunction)."""
-    from re import _constants as c
+    from re import _constants as c  # type: ignore[attr-defined]  # CPython's sre internals: typeshed has no stub
 
     candidates: list[frozenset[str]] = []
     run: list[str] = []
@@ -83,7 +83,7 @@ def _sequence(items: Any, icase: bool) -> list[frozenset[str]]:
 
 
 def _element(op: Any, av: Any, icase: bool) -> list[frozenset[str]]:
-    from re import _constants as c
+    from re import _constants as c  # type: ignore[attr-defined]  # CPython's sre internals: typeshed has no stub
 
     if op is c.SUBPATTERN:
         _group, add_flags, del_flags, sub = av
@@ -124,7 +124,7 @@ def required_literal_sets(pattern: str, flags: int = 0,
     when ``icase``).
     A text lacking every literal of any one of them cannot match. None when no useful requirement
     can be proven."""
-    from re import _parser
+    from re import _parser  # type: ignore[attr-defined]  # CPython's sre internals: typeshed has no stub
 
     parsed = _parser.parse(pattern, flags)  # a pattern that does not parse raises, as re.compile does
     icase = bool(parsed.state.flags & re.IGNORECASE)
@@ -137,7 +137,7 @@ def required_literal_sets(pattern: str, flags: int = 0,
 def required_literals(pattern: str, flags: int = 0) -> tuple[frozenset[str], bool] | None:
     """``(literals, icase)``: every match of ``pattern`` contains one of ``literals`` (lower-cased
     when ``icase``), the most selective such requirement; None when no useful one can be proven."""
-    from re import _parser
+    from re import _parser  # type: ignore[attr-defined]  # CPython's sre internals: typeshed has no stub
 
     parsed = _parser.parse(pattern, flags)
     icase = bool(parsed.state.flags & re.IGNORECASE)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ora_core.engine.app import Ora
-from ora_core.engine.runner import Runtime
+from ora_core.engine.runtime import Runtime
 from ora_core.kernel.errors import ConfigError
 from ora_core.testing import make_host, scripted_config
 

@@ -103,7 +103,7 @@ def test_the_breadth_slot_takes_the_first_configured_backend_of_another_model(ge
     other = {"type": "scripted", "model": "scripted-2", "family": "other", "options": {"rules": rules}}
     config = {**MODEL, "backends": {"local": {"fallbacks": []}, "twin": same_family, "other": other}}
     rt = gears.runtime(rules=rules, **config)
-    choice = choose_breadth(rt, rt.host)
+    choice = choose_breadth(rt.config, rt.pool, rt.host)
     assert (choice.diversity, choice.breadth) == ("substituted", "other")
     assert [(c.backend, c.same_lineage) for c in choice.candidates] == [("twin", "same family 'scripted'"),
                                                                         ("other", "")]
@@ -119,13 +119,13 @@ def test_the_breadth_backends_fallbacks_are_tried_first(gears):
                 "first": {"type": "scripted", "model": "m-first", "family": "f1", "options": {"rules": rules}},
                 "second": {"type": "scripted", "model": "m-second", "family": "f2", "options": {"rules": rules}}}
     rt = gears.runtime(rules=rules, **MODEL, backends=backends)
-    assert choose_breadth(rt, rt.host).breadth == "second"
+    assert choose_breadth(rt.config, rt.pool, rt.host).breadth == "second"
 
 
 def test_a_candidate_whose_backend_type_is_not_installed_is_skipped(gears):
     rules = gears.rules()
     backends = {"remote": {"type": "openai", "model": "gpt-x", "family": "gpt"}}
     rt = gears.runtime(rules=rules, **MODEL, backends=backends)
-    choice = choose_breadth(rt, rt.host)
+    choice = choose_breadth(rt.config, rt.pool, rt.host)
     assert choice.diversity == "unavailable"
     assert [(c.backend, c.installed) for c in choice.candidates] == [("remote", False)]

@@ -160,8 +160,8 @@ def read_note(path: Path, root: Path) -> EvidenceNote:
         raise ConfigError(f"stance {stance!r} must be left, right or neutral (the claim the note speaks for)",
                           source=str(path))
     return EvidenceNote(path=path.relative_to(root).as_posix(), title=str(meta.get("title") or path.stem),
-                        source_type=source_type, source_class=SEED_SOURCE_CLASSES[source_type],  # type: ignore[arg-type]
-                        stance=stance, chars=len(match.group("body").strip()),  # type: ignore[arg-type]
+                        source_type=source_type, source_class=SEED_SOURCE_CLASSES[source_type],
+                        stance=stance, chars=len(match.group("body").strip()),
                         first_sentence=_first_sentence(match.group("body")))
 
 

@@ -165,7 +165,7 @@ def heat(value_: float | None, threshold: float, label: str, shown: str | None =
 
 def heat_rows(report: CalibrationReport) -> list[dict[str, Any]]:
     th = report.thresholds
-    rows = []
+    rows: list[dict[str, Any]] = []
     for pair in report.pairs:
         m = pair.metrics
         if m is None:
@@ -233,7 +233,7 @@ def roles_view(report: CalibrationReport) -> dict[str, Any]:
     """The roles table (configuration), the providers behind the fact-check roles, and the note."""
     cfg = report.config
     usage: dict[str, RoleUsage] = {u.role: u for u in report.runtime_role_usage}
-    rows = [{"role": role, "backend": r.get("backend", ""), "provider": r.get("provider", ""),
+    rows: list[dict[str, Any]] = [{"role": role, "backend": r.get("backend", ""), "provider": r.get("provider", ""),
              "model": r.get("model", ""), "fact_check": role in FACT_CHECK_ROLES,
              "calls": usage[role].calls if role in usage else 0} for role, r in cfg.roles.items()]
     by_provider: dict[str, list[str]] = {}

@@ -59,6 +59,7 @@ from ora_core.engine.calibration.models import (
     CalibrationReport,
     ConfigInfo,
     PairResult,
+    Side,
     SideResult,
     Stopped,
     Thresholds,
@@ -67,7 +68,8 @@ from ora_core.engine.calibration.models import (
 from ora_core.engine.calibration.profiles import Profile
 from ora_core.engine.calibration.report import write_atomic
 from ora_core.engine.calibration.sides import build_side, exception_side
-from ora_core.engine.runner import Runtime, run_turn_async
+from ora_core.engine.runner import run_turn_async
+from ora_core.engine.runtime import Runtime
 from ora_core.kernel.config import (
     ROLE_NAMES,
     OraConfig,
@@ -229,7 +231,7 @@ class CalibrationRun:
                           sources=list(self.run_config.sources),
                           calibration_overrides=self.calibration_overrides, run_config=masked, roles=roles,
                           global_provider=next(iter(providers)) if mode == "single" else "mixed",
-                          role_provider_mode=mode)  # type: ignore[arg-type]
+                          role_provider_mode=mode)
 
     def _new_report(self) -> CalibrationReport:
         o = self.options
@@ -316,7 +318,7 @@ class CalibrationRun:
 
     # --- running ---------------------------------------------------------------------------------------
 
-    async def run_side(self, pair: CalibrationPair, side: str, runtime_base: Runtime) -> SideResult:
+    async def run_side(self, pair: CalibrationPair, side: Side, runtime_base: Runtime) -> SideResult:
         claim = pair.claim(side)
         resolved = self.pair_config(pair, side)
         stderr = io.StringIO()
@@ -330,12 +332,12 @@ class CalibrationRun:
             result = redact_result(result, runtime.redactor)
         except Exception as exc:  # noqa: BLE001 - the side's failure, diagnosed in the report
             roles = role_map(resolved.config)["advocate"]
-            out = exception_side(side, claim, exc, provider=roles["provider"], model=roles["model"],  # type: ignore[arg-type]
+            out = exception_side(side, claim, exc, provider=roles["provider"], model=roles["model"],
                                  runtime_s=time.perf_counter() - started, config_hash=resolved.hash,
                                  messages=_lines(stderr.getvalue()))
         else:
             prices = {m: p.model_dump() for m, p in self.profile.prices.items()}
-            out = build_side(side, claim, result, runtime_s=time.perf_counter() - started,  # type: ignore[arg-type]
+            out = build_side(side, claim, result, runtime_s=time.perf_counter() - started,
                              config_hash=resolved.hash, prices=prices,
                              messages=_lines(stderr.getvalue()))
         self.on_event("side_done", pair=pair.id, side=side, result=out)

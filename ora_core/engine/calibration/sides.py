@@ -149,7 +149,7 @@ def build_side(side: Side, claim: str, result: TurnResult, *, runtime_s: float, 
         failure = FailureDiagnostics(side=side, error_class="BrokenArticle", message=fc.article_reason,
                                      stage="factcheck-article", trace_path=result.trace_path)
     return SideResult(
-        status=status, truth_pct=fc.article_truth_pct if status != "broken" else None,  # type: ignore[arg-type]
+        status=status, truth_pct=fc.article_truth_pct if status != "broken" else None,
         confidence=fc.article_confidence, verdict=fc.article_verdict, article_status=fc.article_status,
         article_reason=fc.article_reason, claims=[_claim_summary(c) for c in claims], claim_count=len(claims),
         source_count=len(sources), sources=sources,

@@ -111,7 +111,7 @@ def build_items(chunks: Iterable[Chunk], config: Any, *, first_id: int = 1,
         tagged = p.extra.get(STRATEGY_KEY) == CONTRARIAN or strategy == CONTRARIAN
         item = EvidenceItem(
             id=f"E{next_id}", text=chunk.text.strip(), source=p.source, source_type=source_type,
-            source_class=source_class, direction=labelled if labelled in DIRECTIONS else "neutral",  # type: ignore[arg-type]
+            source_class=source_class, direction=labelled if labelled in DIRECTIONS else "neutral",
             direction_source="provenance" if labelled in DIRECTIONS else "unlabelled",
             search_strategy=CONTRARIAN if tagged else "research", stream=stream, chunk_id=chunk.id,
             score=p.score)

@@ -52,10 +52,10 @@ import asyncio
 import dataclasses
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Literal
 
-from ora_core.engine.context import UNFITTED_KEY, resolve_retrievers, retrieve_bounded, screen_chunks
-from ora_core.engine.gears.common import GearContext, finish
+from ora_core.engine.context import UNFITTED, resolve_retrievers, retrieve_bounded, screen_chunks
+from ora_core.engine.gears.common import finish
 from ora_core.engine.lineage import ModelIdentity, author_of
 from ora_core.engine.reliability import (
     StepHalted,
@@ -66,7 +66,9 @@ from ora_core.engine.reliability import (
     run_model_step,
     summary,
 )
+from ora_core.engine.turn_state import GearContext
 from ora_core.engine.verification import verify
+from ora_core.kernel.config import FactCheckConfig
 from ora_core.kernel.models import (
     FACT_CHECK_DEGRADATION_TYPES,
     Chunk,
@@ -87,6 +89,8 @@ from ora_core.kernel.models import (
     VerdictStatus,
 )
 from ora_core.kernel.signals import SignalKind
+from ora_core.kernel.stash import StashKey
+from ora_core.kernel.trace import StepRecorder, TurnContext
 
 from . import prompts
 from .evidence import (
@@ -106,7 +110,8 @@ from .scoring import article_value, revert_invalid_moves, spread_factor, verdict
 GEAR = 5
 STEP_CLAIMS = "factcheck-claims"
 STEP_ARTICLE = "factcheck-article"
-SPENT_KEY = "factcheck_contrarian_spent_s"  # turn.data: seconds the contrarian passes took so far
+#: Seconds the contrarian passes of this turn took so far (the runtime ceiling counts them).
+SPENT: StashKey[float] = StashKey("factcheck_contrarian_spent_s")
 
 
 @dataclasses.dataclass
@@ -147,11 +152,11 @@ class ClaimRun:
         return f"factcheck-claim{self.index}"
 
     @property
-    def turn(self) -> Any:
+    def turn(self) -> TurnContext:
         return self.gc.turn
 
     @property
-    def fc(self) -> Any:
+    def fc(self) -> FactCheckConfig:
         return self.gc.runtime.config.fact_check
 
     def warn(self, type_: str, message: str, *, occurrences: int = 1, role: str = "", step: str = "",
@@ -275,10 +280,11 @@ async def research_step(run: ClaimRun) -> None:
                    min_item_chars=fc.min_item_chars) as step:
         step.health.kind = "deterministic"
         if run.total == 1:
-            source, query, failures = "context-package", gc.package.cleaned_prompt, []
+            failures: list[str] = []
+            source, query = "context-package", gc.package.cleaned_prompt
             # the package as retrieved: a compact fit kept k_per_stream chunks for the analyst's budget,
             # but the gate counts items (the debate prompts cut each item instead, prompts.evidence_block)
-            unfitted = turn.data.get(UNFITTED_KEY) or {}
+            unfitted = turn.stash.get(UNFITTED) or {}
             chunks = [_with_stream(c, stream) for stream, r in gc.package.retrievals.items()
                       for c in unfitted.get(stream, r.chunks)]
             if unfitted:
@@ -358,7 +364,7 @@ async def label_directions(run: ClaimRun, items: list[EvidenceItem], *, stage: s
         return
     shown = {i.id for i in need}
 
-    def parse(text: str, step: Any) -> Any:
+    def parse(text: str, step: StepRecorder) -> Any:
         reply = parse_directions(text, shown)
         step.output["labels"] = reply.labels
         if reply.unknown_ids:
@@ -372,7 +378,7 @@ async def label_directions(run: ClaimRun, items: list[EvidenceItem], *, stage: s
     labels = call.parsed.labels if call.usable and call.parsed is not None else {}
     for item in need:
         if item.id in labels:
-            item.direction, item.direction_source = labels[item.id], "model"  # type: ignore[assignment]
+            item.direction, item.direction_source = labels[item.id], "model"
     missing = [i.id for i in need if i.id not in labels]
     if call.healthy and not labels:
         turn.contingency(f"{name}-reply-unparsed", name, f"no 'E1: supports' line in "
@@ -433,7 +439,7 @@ def ceiling_check(run: ClaimRun, queries: int) -> dict[str, Any]:
     else:
         baseline, source = projected, "projected runtime of this turn without the pass"
     estimate = queries * run.research_latency_s + (mean_call if fc.direction == "model" else 0.0)
-    spent = float(turn.data.get(SPENT_KEY, 0.0))
+    spent = turn.stash.get(SPENT, 0.0)
     ceiling = fc.runtime_ceiling * baseline
     return {"allowed": spent + estimate <= ceiling, "baseline_s": round(baseline, 4), "baseline_source": source,
             "ceiling_s": round(ceiling, 4), "runtime_ceiling": fc.runtime_ceiling, "estimate_s": round(estimate, 4),
@@ -481,7 +487,8 @@ async def contrarian_step(run: ClaimRun, warning: Any) -> tuple[ContrarianReport
     return report, [i.id for i in survivors]
 
 
-async def _contrarian_queries(run: ClaimRun, report: ContrarianReport, step: Any, name: str) -> list[EvidenceItem]:
+async def _contrarian_queries(run: ClaimRun, report: ContrarianReport, step: StepRecorder,
+                              name: str) -> list[EvidenceItem]:
     fc, turn = run.fc, run.turn
     started = datetime.now(timezone.utc)
     found: list[Chunk] = []
@@ -503,7 +510,7 @@ async def _contrarian_queries(run: ClaimRun, report: ContrarianReport, step: Any
     run.items += kept.items
     run.chunks.update(kept.chunks)
     spent = (datetime.now(timezone.utc) - started).total_seconds()
-    turn.data[SPENT_KEY] = float(turn.data.get(SPENT_KEY, 0.0)) + spent
+    turn.stash[SPENT] = turn.stash.get(SPENT, 0.0) + spent
     step.output.update(dropped=kept.dropped, spent_s=round(spent, 4))
     return kept.items
 
@@ -521,13 +528,14 @@ async def role_call(run: ClaimRun, spec: StepSpec, parse: Callable[[str, Any], A
     turn = run.turn
     parsed: list[Any] = []
 
-    def post(text: str, step: Any) -> str:
+    def post(text: str, step: StepRecorder) -> str:
         parsed.append(parse(text, step))
         return text
 
     spec.postprocess = post
     signals_before, calls_before = len(turn.signals), len(turn.calls)
     outcome: StepOutcome | None = None
+    status: str
     gc, refused = run.scoped(), ""
     if judges:
         gc, spec.routed_to, refused = judged_context(gc, spec.role, judges, spec.name)
@@ -558,7 +566,7 @@ async def role_call(run: ClaimRun, spec: StepSpec, parse: Callable[[str, Any], A
 
 
 def _verdict_parser(allowed: set[str], responses: bool = False) -> Callable[[str, Any], Any]:
-    def parse(text: str, step: Any) -> Any:
+    def parse(text: str, step: StepRecorder) -> Any:
         reply = parse_verdict(text)
         invalid = [i for i in reply.cited if i not in allowed]
         step.output["parsed"] = {"truth": reply.truth, "certainty": reply.certainty, "cited": reply.cited,
@@ -632,7 +640,7 @@ async def debate(run: ClaimRun, part: EvidencePartition, contrarian: ContrarianR
     name = f"{prefix}-challenger"
     challenger_ids = set(part.challenger)
 
-    def parse_challenge(text: str, step: Any) -> Any:
+    def parse_challenge(text: str, step: StepRecorder) -> Any:
         reply = parse_points(text, challenger_ids)
         step.output["points"] = [p.model_dump(mode="json") for p in reply.points]
         step.output["none_declared"] = reply.none_declared
@@ -679,8 +687,8 @@ async def debate(run: ClaimRun, part: EvidencePartition, contrarian: ContrarianR
 
 def self_consistency(run: ClaimRun, advocate: RoleReading, runs: list[RoleReading]) -> SelfConsistency:
     fc = run.fc
-    values = {advocate.step: advocate.truth_pct} | {r.step: r.truth_pct for r in runs if r.parsed}
-    values = {k: float(v) for k, v in values.items() if v is not None}
+    read = {advocate.step: advocate.truth_pct} | {r.step: r.truth_pct for r in runs if r.parsed}
+    values = {k: float(v) for k, v in read.items() if v is not None}
     if fc.self_consistency_runs == 0:
         return SelfConsistency(runs_requested=0, values=values, factor=1.0, status="disabled")
     if len(values) < 2:
@@ -747,7 +755,7 @@ async def validate(run: ClaimRun, part: EvidencePartition, truth: float, confide
     if "model" in fc.validation:
         name = f"{prefix}-validation"
 
-        def parse(text: str, step: Any) -> Any:
+        def parse(text: str, step: StepRecorder) -> Any:
             reply = parse_validation(text)
             step.output["parsed"] = {"grounded": reply.grounded, "direction_consistent": reply.direction_consistent,
                                      "issues": reply.issues}
@@ -786,7 +794,7 @@ async def validate(run: ClaimRun, part: EvidencePartition, truth: float, confide
                                    broken_contingency=f"{name}-verifier-BROKEN-not-verified",
                                    author=author_of(run.turn, read.step),
                                    prefer=run.gc.backend_for("advocate"))
-            report.grounding = verdict.status.value  # type: ignore[assignment]
+            report.grounding = verdict.status.value
             report.grounding_verifier, report.grounding_score = verdict.verifier, verdict.score
             report.grounding_reasons = list(verdict.reasons)[:10]
             if verdict.status is not VerdictStatus.PASS:
@@ -795,7 +803,8 @@ async def validate(run: ClaimRun, part: EvidencePartition, truth: float, confide
     return report
 
 
-def direction_check(items: list[EvidenceItem], truth: float) -> tuple[str, str]:
+def direction_check(items: list[EvidenceItem],
+                    truth: float) -> tuple[Literal["consistent", "inconsistent", "undetermined"], str]:
     """The truth percentage against the directions of the items the verdict cites."""
     supports = sum(1 for i in items if i.direction == "supports")
     contradicts = sum(1 for i in items if i.direction == "contradicts")
@@ -817,7 +826,7 @@ def verdict_step(run: ClaimRun, *, truth: float, raw_confidence: float, confiden
     cited = run.subset(read.cited_evidence_ids)
     with run.turn.step(name, kind="deterministic") as step:
         step.health.kind = "deterministic"
-        validation.direction, validation.direction_detail = direction_check(cited, truth)  # type: ignore[assignment]
+        validation.direction, validation.direction_detail = direction_check(cited, truth)
         if validation.direction == "inconsistent":
             step.contingency(f"{name}-direction-inconsistent", validation.direction_detail, severity="degraded")
             run.warn("validation_failed", f"direction check: {validation.direction_detail}", step=name)
@@ -868,7 +877,7 @@ def article_step(gc: GearContext, claims: list[ClaimVerdict]) -> FactCheckResult
             band = "UNVERIFIED"
         payload = FactCheckResult(
             claim_verdicts=claims, article_truth_pct=article.truth, article_confidence=article.confidence,
-            article_verdict=band, article_status=article.status, article_reason=article.reason,  # type: ignore[arg-type]
+            article_verdict=band, article_status=article.status, article_reason=article.reason,
             llm_calls=len(gc.turn.calls), refusals=sum(c.refusals for c in claims),
             degradations=sum(c.degradations for c in claims), settings=fc.model_dump(mode="json"))
         if article.status == "broken":

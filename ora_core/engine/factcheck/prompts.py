@@ -25,7 +25,9 @@ from typing import Any
 from ora_core.engine.context import cut_to, fence_id, item_chars, neutralise
 from ora_core.engine.prompts import evidence_fence_note
 from ora_core.engine.reliability import StepSpec
+from ora_core.engine.turn_state import GearContext
 from ora_core.kernel.models import ChallengePoint, EvidenceItem
+from ora_core.kernel.trace import TurnContext
 
 from . import structured
 from .replies import POINT_TYPES
@@ -84,7 +86,7 @@ supports: the item is evidence that the claim is true; contradicts: evidence tha
 neutral: off the point, or neither."""
 
 
-def evidence_block(turn: Any, items: list[EvidenceItem], title: str, *, role: str = "") -> str:
+def evidence_block(turn: TurnContext, items: list[EvidenceItem], title: str, *, role: str = "") -> str:
     """``items`` in the turn's data fence, each opening line carrying its ID, source type and source.
     ``role``: the role the prompt goes to; on a ``compact`` backend each item is cut at a sentence
     end to its share of the profile's evidence budget (``context.item_chars``): the pool keeps
@@ -104,12 +106,12 @@ def evidence_block(turn: Any, items: list[EvidenceItem], title: str, *, role: st
     return "\n".join(lines)
 
 
-def _guidance(gc: Any, *names: str) -> str:
+def _guidance(gc: GearContext, *names: str) -> str:
     parts = [f"## {name} ({gc.package.mode} mode)\n{gc.section(name)}" for name in names if gc.section(name)]
     return "\n\n".join(parts)
 
 
-def _task(head: str, gc: Any, sections: tuple[str, ...], form: str) -> str:
+def _task(head: str, gc: GearContext, sections: tuple[str, ...], form: str) -> str:
     return "\n\n".join(p for p in (head, _guidance(gc, *sections), form) if p)
 
 
@@ -128,14 +130,14 @@ def _spec(fmt: structured.StructuredFormat | None, **fields: Any) -> StepSpec:
     return structured.apply(spec, fmt) if fmt is not None else spec
 
 
-def _format(gc: Any, role: str, fmt: structured.StructuredFormat, text_form: str) -> tuple[
+def _format(gc: GearContext, role: str, fmt: structured.StructuredFormat, text_form: str) -> tuple[
         structured.StructuredFormat | None, str]:
     """The role's reply format: ``fmt`` and its JSON wording where the role's backend declares
     ``structured_output``, else no schema and the text block ``text_form``."""
     return (fmt, fmt.form) if structured.structured_role(gc, role) else (None, text_form)
 
 
-def directions_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem], stage: str) -> StepSpec:
+def directions_spec(gc: GearContext, *, name: str, claim: str, items: list[EvidenceItem], stage: str) -> StepSpec:
     head = ("ROLE: EVIDENCE DIRECTION LABELLER (fact-check). For each evidence item below, say whether it "
             "supports the claim, contradicts it, or is neutral. Judge each item on its own text only.")
     fmt, form = _format(gc, "evidence", structured.directions_format([i.id for i in items]), DIRECTIONS_FORMAT)
@@ -146,7 +148,7 @@ def directions_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem]
                  inputs={"claim": claim, "items": [i.id for i in items], "stage": stage})
 
 
-def advocate_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem], run: int = 0,
+def advocate_spec(gc: GearContext, *, name: str, claim: str, items: list[EvidenceItem], run: int = 0,
                   runs: int = 0) -> StepSpec:
     """The advocate (``run`` 0) or one of its self-consistency re-runs (``run`` 1..``runs``): the same
     task and evidence, on the ``self_consistency`` role, with one line saying it is a re-run."""
@@ -165,7 +167,8 @@ def advocate_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem], 
                  inputs={"claim": claim, "evidence_ids": [i.id for i in items], "run": run})
 
 
-def challenger_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem], advocate: Any) -> StepSpec:
+def challenger_spec(gc: GearContext, *, name: str, claim: str, items: list[EvidenceItem],
+                    advocate: Any) -> StepSpec:
     head = ("ROLE: FACT-CHECK CHALLENGER. An advocate gave the verdict below on the claim. Challenge it in both "
             "directions: what in your evidence says the claim is truer than the advocate found, and what says "
             "it is less true. Do not give a verdict of your own.")
@@ -187,7 +190,7 @@ def points_block(points: list[ChallengePoint]) -> str:
     return "\n".join(lines)
 
 
-def reconciler_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem], advocate: Any,
+def reconciler_spec(gc: GearContext, *, name: str, claim: str, items: list[EvidenceItem], advocate: Any,
                     points: list[ChallengePoint]) -> StepSpec:
     head = ("ROLE: FACT-CHECK RECONCILER. You see every evidence item, the advocate's verdict and the "
             "challenger's points. Answer each point on the evidence, then give the reconciled verdict. Move the "
@@ -203,7 +206,7 @@ def reconciler_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem]
                  inputs={"claim": claim, "evidence_ids": [i.id for i in items], "points": [p.id for p in points]})
 
 
-def validation_spec(gc: Any, *, name: str, claim: str, items: list[EvidenceItem], truth: float,
+def validation_spec(gc: GearContext, *, name: str, claim: str, items: list[EvidenceItem], truth: float,
                     certainty: float, cited: list[str], reasoning: str) -> StepSpec:
     head = ("ROLE: FACT-CHECK VALIDATOR. Check the reconciled verdict below against the evidence items: is its "
             "reasoning grounded in the items it cites, and does its truth percentage point the way they point?")

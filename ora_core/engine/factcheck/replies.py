@@ -185,9 +185,9 @@ def _segments(value: str, tail_keys: tuple[str, ...]) -> dict[str, str]:
     for i, match in enumerate(matches):
         end = matches[i + 1].start() if i + 1 < len(matches) else len(head)
         out[norm_key(match.group("key"))] = head[match.end():end].strip(" ;|,")
-    match = _TAIL.match(rest.lstrip(";|, ")) if rest else None
-    if match is not None:
-        out[norm_key(match.group("key"))] = match.group("text").strip()
+    tail_match = _TAIL.match(rest.lstrip(";|, ")) if rest else None
+    if tail_match is not None:
+        out[norm_key(tail_match.group("key"))] = tail_match.group("text").strip()
     return out
 
 
@@ -229,7 +229,7 @@ def parse_points(text: str, allowed: set[str]) -> PointsReply:
         cited = evidence_ids(seg.get("evidence", "") or seg.get("evidence_ids", ""))
         invalid = [i for i in cited if i not in allowed]
         reply.points.append(ChallengePoint(
-            id=f"P{len(reply.points) + 1}", direction=direction, severity=severity, type=kind,  # type: ignore[arg-type]
+            id=f"P{len(reply.points) + 1}", direction=direction, severity=severity, type=kind,
             argument=argument, evidence_ids=cited, invalid_evidence_ids=invalid,
             valid=any(i in allowed for i in cited)))
     return reply

@@ -96,12 +96,12 @@ def article_value(claims: Sequence[ClaimVerdict]) -> Article:
         why = (f"claim(s) {', '.join(map(str, broken))} have no truth percentage" if broken
                else "no claim was checked")
         return Article(None, None, "broken", why)
-    weighted = [c for c in claims if c.counts_in_aggregates and c.weight > 0 and c.truth_pct is not None]
-    total = sum(c.weight for c in weighted)
+    weighted = [(c, c.truth_pct) for c in claims if c.counts_in_aggregates and c.weight > 0 and c.truth_pct is not None]
+    total = sum(c.weight for c, _ in weighted)
     if not weighted or total <= 0:
         return Article(50.0, 0.0, "non_informative",
                        "no claim carries weight (insufficient evidence or zero confidence): truth 50, confidence 0")
-    truth = sum(c.weight * c.truth_pct for c in weighted) / total  # type: ignore[operator]
-    confidence = sum(c.confidence or 0.0 for c in weighted) / len(weighted)
+    truth = sum(c.weight * pct for c, pct in weighted) / total
+    confidence = sum(c.confidence or 0.0 for c, _ in weighted) / len(weighted)
     return Article(round(truth, 1), round(confidence, 1), "verdict",
                    f"weighted mean of {len(weighted)} of {len(claims)} claim(s) (weight = confidence / 100)")

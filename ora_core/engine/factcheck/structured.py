@@ -32,6 +32,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
+from ora_core.engine.reliability import StepSpec
+from ora_core.engine.turn_state import GearContext
+
 from .replies import POINT_TYPES
 
 FENCE = "```"
@@ -281,16 +284,13 @@ def _directions_model(ids: tuple[str, ...]) -> type[BaseModel]:
     return create_model("DirectionsReply", __base__=_Reply, **fields)
 
 
-def structured_role(gc: Any, role: str) -> bool:
+def structured_role(gc: GearContext, role: str) -> bool:
     """The backend planned for ``role`` declares it can constrain a reply to a JSON schema. A fallback
     that cannot answers as text: the renderer is then not applied and the gear parses that text."""
-    pool = getattr(gc, "pool", None)
-    if pool is None:
-        return False
-    return getattr(pool.get(gc.backend_for(role)), "structured_output", False) is True
+    return getattr(gc.pool.get(gc.backend_for(role)), "structured_output", False) is True
 
 
-def apply(spec: Any, fmt: StructuredFormat) -> Any:
+def apply(spec: StepSpec, fmt: StructuredFormat) -> StepSpec:
     """Ask ``spec``'s role for ``fmt``'s JSON: the reliability layer sends ``response_schema`` with the
     call and renders a constrained reply with ``render_structured`` before anything reads it."""
     spec.response_schema = fmt.schema

@@ -4,9 +4,10 @@ one-line warning header with an oversight event."""
 
 from __future__ import annotations
 
-from ora_core.engine.gears.common import GearContext, finish, halted, ship_after_cycles, verify_cycles
+from ora_core.engine.gears.common import finish, halted, ship_after_cycles, verify_cycles
 from ora_core.engine.gears.prompts import analyst_spec
 from ora_core.engine.reliability import run_model_step
+from ora_core.engine.turn_state import GearContext
 from ora_core.kernel.models import TurnResult
 
 STEP = "gear2-analyst"

@@ -20,12 +20,15 @@ longer verified stream ships under ``[degraded — consolidation failed]``.
 
 from __future__ import annotations
 
-from ora_core.engine.gears.common import GearContext, final_gate, finish, run_judging_step, together, verify_cycles
+from collections.abc import Callable
+
+from ora_core.engine.gears.common import final_gate, finish, run_judging_step, together, verify_cycles
 from ora_core.engine.gears.prompts import analyst_spec, consolidator_spec, evaluator_spec, reviser_spec
 from ora_core.engine.gears.roles import resolve_slots
 from ora_core.engine.gears.sequential import run_gear3
 from ora_core.engine.lineage import ModelIdentity
-from ora_core.engine.reliability import StepOutcome, run_model_step
+from ora_core.engine.reliability import StepOutcome, StepSpec, run_model_step
+from ora_core.engine.turn_state import GearContext
 from ora_core.kernel.models import TurnResult
 
 SLOTS = ("depth", "breadth")
@@ -64,10 +67,13 @@ async def run_gear4(gc: GearContext) -> TurnResult:
                              f"consolidation run on the {OTHER[s]} stream alone", severity="degraded")
     # Step 4: directional cross-evaluation (the other slot's model critiques each stream), each edge
     # checked by the lineage rule.
+    def evaluation(s: str) -> Callable[[GearContext], StepSpec]:
+        """The spec of the other slot's critique of stream ``s``, built for the context it runs in."""
+        return lambda egc: evaluator_spec(egc, name=f"step4-{OTHER[s]}-evaluates-{s}", role=OTHER[s], target=s,
+                                          text=streams[s].text)
+
     evaluations = await together(*(run_judging_step(
-        gc, lambda egc, s=s: evaluator_spec(egc, name=f"step4-{OTHER[s]}-evaluates-{s}", role=OTHER[s], target=s,
-                                            text=streams[s].text),
-        name=f"step4-{OTHER[s]}-evaluates-{s}", role=OTHER[s], author=streams[s].author,
+        gc, evaluation(s), name=f"step4-{OTHER[s]}-evaluates-{s}", role=OTHER[s], author=streams[s].author,
         edge=f"cross-evaluation: {OTHER[s]} evaluates {s}") for s in healthy))
     critiques = dict(zip(healthy, evaluations, strict=True))
     # Step 5: parallel revisers, each on its own slot.

@@ -1,21 +1,19 @@
-"""What gears 2-4 share: the gear context, role routing, verification cycles, the final gate.
+"""What gears 2-4 share: judging steps, verification cycles, the final gate, the finish.
 
-``GearContext`` is the state of one analytical turn: the context package, the mode, the
-supplement results fetched so far, the verdicts, and the pool the steps call through.
-``RoutedPool`` lets a gear move a role onto another configured backend for this turn only
-(the breadth slot's diversity substitution, the Gear 3 fallback's healthier endpoint) while
-the role ledger, fallback chains and token budgets stay the kernel's (``call_role``).
+The state they pass is the ``GearContext`` (``ora_core.engine.turn_state``): the context package,
+the mode, the supplement results fetched so far, the verdicts, and the pool the steps call
+through (a ``RoutedPool``, which lets a gear move a role onto another configured backend for this
+turn only while the role ledger, fallback chains and token budgets stay the kernel's).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from dataclasses import replace
+from typing import TypeVar
 
 from ora_core.engine import evidence_answer, profiles, supplement
-from ora_core.engine.context import fence_id, fenced, render_evidence
 from ora_core.engine.gears import prompts
 from ora_core.engine.lineage import ModelIdentity
 from ora_core.engine.reliability import (
@@ -27,78 +25,12 @@ from ora_core.engine.reliability import (
     run_model_step,
     summary,
 )
-from ora_core.engine.verification import verify
+from ora_core.engine.turn_state import GearContext
+from ora_core.engine.verification import Which, verify
 from ora_core.kernel.errors import PluginError
-from ora_core.kernel.models import ContextPackage, EvidencePackage, Retrieval, TurnResult, VerdictStatus
+from ora_core.kernel.models import TurnResult, Verdict, VerdictStatus
 
 T = TypeVar("T")
-
-
-class RoutedPool:
-    """A ``BackendPool`` view whose ``planned(role)`` honours per-turn role overrides."""
-
-    def __init__(self, pool: Any, overrides: dict[str, str]) -> None:
-        self._pool = pool
-        self.overrides = overrides
-
-    def planned(self, role: str) -> tuple[str, Any]:
-        name = self.overrides.get(role) or getattr(self._pool.config.roles, role)
-        return name, self._pool.settings(name)
-
-    def __getattr__(self, attr: str) -> Any:
-        return getattr(self._pool, attr)
-
-
-@dataclass
-class GearContext:
-    runtime: Any
-    turn: Any
-    mode: Any  # ora_core.kernel.modes.Mode, or None
-    package: ContextPackage
-    gear: int
-    overrides: dict[str, str] = field(default_factory=dict)
-    supplements: list[Retrieval] = field(default_factory=list)
-    verdicts: dict[str, str] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    pool: Any = None
-    #: The answer withheld when it failed verification (``on_fail = "evidence"``); a list, so copies of
-    #: the context made for one edge (``dataclasses.replace``) share it.
-    withheld: list[str] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        if self.pool is None:
-            self.pool = RoutedPool(self.runtime.pool, self.overrides)
-
-    def section(self, name: str) -> str:
-        text = self.package.mode_sections.get(name, "")
-        if not text.strip() and self.mode is not None:
-            text = self.mode.section(name)
-        return text.strip()
-
-    def backend_for(self, role: str) -> str:
-        return self.overrides.get(role) or getattr(self.runtime.config.roles, role)
-
-    def add_supplements(self, retrievals: list[Retrieval]) -> None:
-        self.supplements.extend(retrievals)
-
-    def evidence(self) -> EvidencePackage:
-        chunks = self.package.chunks() + [c for r in self.supplements for c in r.chunks]
-        return EvidencePackage(chunks=chunks, context=self.package, supplements=list(self.supplements),
-                               prompt=self.package.cleaned_prompt)
-
-    def evidence_block(self) -> str:
-        """The evidence every analytical step of the turn shares: the package's chunks in their
-        data fences with provenance, named gaps, and what supplements fetched so far."""
-        return render_evidence(self.package, fence=fence_id(self.turn)) + self.supplement_block()
-
-    def supplement_block(self) -> str:
-        chunks = [(r.stream, c) for r in self.supplements for c in r.chunks]
-        if not chunks:
-            return ""
-        fence = fence_id(self.turn)
-        lines = ["\n\n## SUPPLEMENTAL EVIDENCE (fetched by earlier steps of this turn)"]
-        lines += [fenced(chunk, stream, fence) for stream, chunk in chunks]
-        return "\n".join(lines)
 
 
 async def run_judging_step(gc: GearContext, build: Callable[[GearContext], StepSpec], *, name: str, role: str,
@@ -124,10 +56,10 @@ async def together(*jobs: Awaitable[T]) -> list[T]:
     for result in results:
         if isinstance(result, BaseException):
             raise result
-    return list(results)  # type: ignore[arg-type]
+    return [r for r in results if not isinstance(r, BaseException)]  # every exception was raised above
 
 
-def oversight(gc: GearContext, step: str, reason: str, verdict: Any, answer: str) -> None:
+def oversight(gc: GearContext, step: str, reason: str, verdict: Verdict | None, answer: str) -> None:
     gc.turn.emit("oversight", step=step, reason=reason, mode=gc.package.mode, gear=gc.gear,
                  verdict=verdict.status.value if verdict is not None else None,
                  reasons=list(verdict.reasons) if verdict is not None else [],
@@ -135,24 +67,24 @@ def oversight(gc: GearContext, step: str, reason: str, verdict: Any, answer: str
 
 
 async def verify_cycles(gc: GearContext, *, prefix: str, slot: str, text: str, revision_role: str,
-                        which: str = "verifier", author: ModelIdentity | None = None,
-                        prefer: str | None = None) -> tuple[str, Any, ModelIdentity | None]:
+                        which: Which = "verifier", author: ModelIdentity | None = None,
+                        prefer: str | None = None) -> tuple[str, Verdict, ModelIdentity | None]:
     """Verify; FAIL re-revises ``text`` and verifies again, at most ``verification_cycles``
-    verifications. PASS and BROKEN both end the loop; BROKEN is recorded, never PASS.
-    ``author``: the model that wrote ``text`` (a re-revision's model after it); ``prefer``: a
-    backend to verify on when its lineage differs from the author's (``verification.verify``).
-    Returns the text, the last verdict and the model that wrote that text."""
+    verifications (at least one: the configuration bounds it). PASS and BROKEN both end the loop;
+    BROKEN is recorded, never PASS. ``author``: the model that wrote ``text`` (a re-revision's model
+    after it); ``prefer``: a backend to verify on when its lineage differs from the author's
+    (``verification.verify``). Returns the text, the last verdict and the model that wrote that text."""
     cycles, why = profiles.verification_cycles(gc.runtime.config, gc.backend_for(revision_role))
     part = f"-{slot}" if slot else ""
-    verdict = None
-    for cycle in range(1, cycles + 1):
+    cycle = 1
+    while True:
         step = f"{prefix}-cycle{cycle}{part}-verify"
-        verdict = await verify(gc, step=step, subject=text, which=which, slot=slot, cycle=cycle,  # type: ignore[arg-type]
+        verdict = await verify(gc, step=step, subject=text, which=which, slot=slot, cycle=cycle,
                                broken_contingency=f"{prefix}-cycle{cycle}{part}-verifier-BROKEN-not-verified",
                                author=author, prefer=prefer)
         if verdict.status is not VerdictStatus.FAIL:
             return text, verdict, author
-        if cycle == cycles:
+        if cycle >= cycles:
             gc.turn.contingency(f"{prefix}-cycle{cycle}{part}-FAIL-cap-reached-not-verified", step,
                                 f"still FAIL after {cycles} verification cycle(s) ({why}): "
                                 + "; ".join(verdict.reasons)[:400], severity="degraded", cycles=cycles)
@@ -166,10 +98,10 @@ async def verify_cycles(gc: GearContext, *, prefix: str, slot: str, text: str, r
                                 "stands, unverified", severity="degraded")
             return text, verdict, author
         text, author = revised.text, revised.author
-    return text, verdict, author
+        cycle += 1
 
 
-def warning_header(verdict: Any, corrections: int) -> str:
+def warning_header(verdict: Verdict, corrections: int) -> str:
     if verdict.status is VerdictStatus.BROKEN:
         reason = (verdict.reasons[0] if verdict.reasons else "no reason given")[:160]
         return (f"[warning: not verified — the verifier was BROKEN ({reason}); "
@@ -178,11 +110,11 @@ def warning_header(verdict: Any, corrections: int) -> str:
             "not verified; it is queued for human oversight]")
 
 
-async def final_gate(gc: GearContext, text: str, *, step: str, correction_role: str, which: str = "final_verifier",
-                     prefix: str = "", author: ModelIdentity | None = None) -> tuple[str, Any]:
+async def final_gate(gc: GearContext, text: str, *, step: str, correction_role: str, which: Which = "final_verifier",
+                     prefix: str = "", author: ModelIdentity | None = None) -> tuple[str, Verdict]:
     """Seed 001 step 8: verify; FAIL -> one corrective revision -> verify; still FAIL (or BROKEN)
     -> a one-line warning header and an oversight event. ``author``: the model that wrote ``text``."""
-    verdict = await verify(gc, step=step, subject=text, which=which,  # type: ignore[arg-type]
+    verdict = await verify(gc, step=step, subject=text, which=which,
                            broken_contingency=f"{step}-verifier-BROKEN-not-verified", author=author)
     corrections = 0
     if verdict.status is VerdictStatus.FAIL:
@@ -195,7 +127,7 @@ async def final_gate(gc: GearContext, text: str, *, step: str, correction_role: 
                                 severity="degraded")
         else:
             text, author = corrected.text, corrected.author
-            verdict = await verify(gc, step=f"{step}-after-correction", subject=text, which=which,  # type: ignore[arg-type]
+            verdict = await verify(gc, step=f"{step}-after-correction", subject=text, which=which,
                                    broken_contingency=f"{step}-after-correction-verifier-BROKEN-not-verified",
                                    author=author)
     if verdict.status is VerdictStatus.PASS:
@@ -235,7 +167,7 @@ def finish(gc: GearContext, answer: str, *, gear: int) -> TurnResult:
                       verdicts=dict(gc.verdicts), withheld_answer=gc.withheld[-1] if gc.withheld else None)
 
 
-def ship_after_cycles(gc: GearContext, text: str, verdict: Any, step: str,
+def ship_after_cycles(gc: GearContext, text: str, verdict: Verdict | None, step: str,
                       author: ModelIdentity | None = None) -> str:
     """Gears 2-3: the verification cycles are the last gate; FAIL at the cap or BROKEN ship
     with a one-line warning header and an oversight event (FAIL under ``on_fail = "evidence"``:
@@ -267,7 +199,7 @@ def on_fail(gc: GearContext, author: ModelIdentity | None) -> str:
 EVIDENCE_STEP = "evidence-answer"
 
 
-def withhold(gc: GearContext, step: str, text: str, verdict: Any) -> str:
+def withhold(gc: GearContext, step: str, text: str, verdict: Verdict) -> str:
     """Withhold ``text`` (it FAILed verification after the last corrective revision) and return what
     the retrieved evidence says instead (``ora_core.engine.evidence_answer``), in a deterministic
     step of its own; the withheld text stays in the trace and in ``TurnResult.withheld_answer``."""
@@ -298,7 +230,7 @@ def withhold(gc: GearContext, step: str, text: str, verdict: Any) -> str:
     return built.answer
 
 
-def halted(gc: GearContext, outcome: Any, why: str) -> TurnResult:
+def halted(gc: GearContext, outcome: StepOutcome, why: str) -> TurnResult:
     """No usable output is left (every model that could answer failed): halt with the diagnostic."""
     gc.turn.contingency(f"{outcome.step}-no-output-halted", outcome.step, why, severity="error")
     diagnostic = {"step": outcome.step, "final_failure": why, "error": outcome.error,

@@ -34,16 +34,19 @@ model that would reconstruct it) and the reason is a named contingency.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
 
 from pydantic import BaseModel, Field
 
 from ora_core.engine.backends import call_role
 from ora_core.engine.context import resolve_retrievers, retrieve_bounded
 from ora_core.engine.prompts import build_turn_messages
+from ora_core.engine.runtime import Runtime
+from ora_core.kernel.ctx_data import CLOCK, EXPECTED_MIN_WORDS
 from ora_core.kernel.errors import BackendError
-from ora_core.kernel.models import Chunk, RetrievalFilters, Signal, TurnResult
+from ora_core.kernel.models import Chunk, Message, RetrievalFilters, Signal, TurnResult
+from ora_core.kernel.modes import Mode
 from ora_core.kernel.signals import SignalKind
+from ora_core.kernel.trace import StepRecorder, TurnContext
 
 STEP = "direct-response"
 DIRECT_TASK = "You answer the user's message directly and briefly. You have no tools."
@@ -93,7 +96,8 @@ class MemoryReading(BaseModel):
     chunks: list[Chunk] = Field(default_factory=list)
 
 
-async def read_conversation_memory(runtime: Any, turn: Any, prompt: str, mode: Any) -> MemoryReading:
+async def read_conversation_memory(runtime: Runtime, turn: TurnContext, prompt: str,
+                                   mode: Mode | None) -> MemoryReading:
     config = runtime.config
     if not getattr(config.retrieval.streams, MEMORY_STREAM, False):
         return MemoryReading(status="disabled",
@@ -142,15 +146,16 @@ def cannot_see_answer(memory: MemoryReading) -> str:
             "from that.")
 
 
-async def run_direct(runtime: Any, turn: Any, prompt: str, mode: Any, *, category: str | None = None,
-                     mode_name: str = "simple", reason: str = "") -> TurnResult:
+async def run_direct(runtime: Runtime, turn: TurnContext, prompt: str, mode: Mode | None, *,
+                     category: str | None = None, mode_name: str = "simple", reason: str = "") -> TurnResult:
     guidance = "\n\n".join(f"## {s}\n{mode.section(s)}" for s in GUIDANCE if mode is not None
                            and mode.section(s).strip())
     task = DIRECT_TASK + ("\n\n" + guidance if guidance else "")
     extra = ""
-    if category == "time_date":
-        turn.data["clock"] = clock_reading()
-        extra = _clock_block(turn.data["clock"])
+    clock = clock_reading() if category == "time_date" else None
+    if clock is not None:
+        CLOCK.put(turn.data, clock)
+        extra = _clock_block(clock)
     memory: MemoryReading | None = None
     if category == "earlier_conversation":
         memory = await read_conversation_memory(runtime, turn, prompt, mode)
@@ -158,7 +163,7 @@ async def run_direct(runtime: Any, turn: Any, prompt: str, mode: Any, *, categor
             extra = _memory_block(memory.chunks)
     messages = build_turn_messages(turn, task, prompt, extra_system=extra)
     with turn.step(STEP, prompt=prompt, mode=mode_name, gear=1, category=category,
-                   messages=[m.model_dump() for m in messages], clock=turn.data.get("clock")) as step:
+                   messages=[m.model_dump() for m in messages], clock=clock) as step:
         step.output["verification"] = {
             "status": "not-applicable",
             "reason": f"Gear 1 ({mode_name}) answers directly and is not graded against evidence"
@@ -184,33 +189,30 @@ async def run_direct(runtime: Any, turn: Any, prompt: str, mode: Any, *, categor
             step.output["error"] = exc.describe()
             step.health.verdict = "BROKEN"
             step.contingency("direct-response-backend-failed", str(exc), severity="error")
-            if "clock" in turn.data:  # the clock answers a clock question even with no model
-                return _finish(turn, _from_clock(turn, step, "the backend failed"), mode_name)
+            if clock is not None:  # the clock answers a clock question even with no model
+                return _finish(turn, _from_clock(clock, step, "the backend failed"), mode_name)
             return TurnResult(status="halted", mode=mode_name, gear=1,
                               diagnostic={"step": STEP, **exc.describe()})
         answer = completion.text
         step.output["completion"] = completion.model_dump(mode="json")
         answer = await _healthy(runtime, turn, step, messages, answer, mode_name)
-        if "clock" in turn.data:
-            answer = await _clock_checked(runtime, turn, step, task, prompt, extra, answer)
+        if clock is not None:
+            answer = await _clock_checked(runtime, turn, step, clock, task, prompt, extra, answer)
         step.output["answer"] = answer
     return _finish(turn, answer, mode_name)
 
 
-def _finish(turn: Any, answer: str, mode_name: str) -> TurnResult:
+def _finish(turn: TurnContext, answer: str, mode_name: str) -> TurnResult:
     turn.detect("final_output", answer, step=STEP)
     status = "degraded" if any(h.degraded for h in turn.health.values()) else "ok"
     return TurnResult(status=status, answer=answer, mode=mode_name, gear=1)
 
 
-def _detect_output(turn: Any, answer: str) -> list[Signal]:
+def _detect_output(turn: TurnContext, answer: str) -> list[Signal]:
     # Every model_output detector runs (third-party ones included); a direct answer is short by
     # design, so the brief-stub length floor does not apply here.
-    turn.data["expected_min_words"] = 1
-    try:
+    with EXPECTED_MIN_WORDS.given(turn.data, 1):
         return turn.detect("model_output", answer, step=STEP)
-    finally:
-        turn.data.pop("expected_min_words", None)
 
 
 #: Unhealthy signals that are no fault in a Gear 1 mode: a reply to a greeting or small talk
@@ -224,7 +226,8 @@ def _unhealthy(signals: list[Signal], mode_name: str) -> list[str]:
                    and s.name not in exempt})
 
 
-async def _healthy(runtime: Any, turn: Any, step: Any, messages: list[Any], answer: str, mode_name: str) -> str:
+async def _healthy(runtime: Runtime, turn: TurnContext, step: StepRecorder, messages: list[Message], answer: str,
+                   mode_name: str) -> str:
     """The reliability layer's regenerate-on-unhealthy gate for the direct answer: an unhealthy
     answer (a refusal, a leaked tool call, an echo of the prompt, a placeholder; a clarification
     loop outside ``simple``) is regenerated once; unhealthy again, it ships under a one-line header,
@@ -254,12 +257,12 @@ async def _healthy(runtime: Any, turn: Any, step: Any, messages: list[Any], answ
     return f"[degraded — the direct answer is unhealthy ({', '.join(again)})]\n" + completion.text
 
 
-async def _clock_checked(runtime: Any, turn: Any, step: Any, task: str, prompt: str, extra: str,
-                         answer: str) -> str:
+async def _clock_checked(runtime: Runtime, turn: TurnContext, step: StepRecorder, clock: dict[str, str], task: str,
+                         prompt: str, extra: str, answer: str) -> str:
     """The answer if the clock supports it; else one regeneration; else the clock's own answer."""
     claims = _clock_claims(turn, step, answer)
     if claims is None:
-        return _from_clock(turn, step, "the model's answer could not be checked against the clock")
+        return _from_clock(clock, step, "the model's answer could not be checked against the clock")
     if not claims:
         return answer
     step.output["clock_claims"] = claims
@@ -278,23 +281,23 @@ async def _clock_checked(runtime: Any, turn: Any, step: Any, task: str, prompt: 
                                      why=f"regenerate: the answer states {said}, which the system clock contradicts")
     except BackendError as exc:
         step.output["regenerate_error"] = exc.describe()
-        return _from_clock(turn, step, f"the regeneration failed ({exc})")
+        return _from_clock(clock, step, f"the regeneration failed ({exc})")
     second = completion.text
     step.output["regenerated"] = {"answer": second, "completion": completion.model_dump(mode="json")}
     _detect_output(turn, second)
     again = _clock_claims(turn, step, second)
     if again is None:
-        return _from_clock(turn, step, "the regenerated answer could not be checked against the clock")
+        return _from_clock(clock, step, "the regenerated answer could not be checked against the clock")
     if again:
         step.output["regenerated"]["clock_claims"] = again
-        return _from_clock(turn, step, f"the regenerated answer states {', '.join(repr(c) for c in again)} too")
+        return _from_clock(clock, step, f"the regenerated answer states {', '.join(repr(c) for c in again)} too")
     step.contingency("gear1-clock-regenerated", "the regenerated answer agrees with the system clock",
                      severity="info")
     return second
 
 
-def _from_clock(turn: Any, step: Any, why: str) -> str:
-    answer = answer_from_clock(turn.data["clock"])
+def _from_clock(clock: dict[str, str], step: StepRecorder, why: str) -> str:
+    answer = answer_from_clock(clock)
     step.health.verdict = "DEGRADED"
     step.output["answered_by"] = "system clock (deterministic)"
     step.contingency("gear1-clock-answered-from-clock",
@@ -303,7 +306,7 @@ def _from_clock(turn: Any, step: Any, why: str) -> str:
     return answer
 
 
-def _clock_claims(turn: Any, step: Any, answer: str) -> list[str] | None:
+def _clock_claims(turn: TurnContext, step: StepRecorder, answer: str) -> list[str] | None:
     """The times and dates in ``answer`` the clock does not support (the signals of the
     ``model_output`` detectors of kind ``SignalKind.CLOCK_CLAIM``: ora-bypass's ``clock-claims``, or
     any plugin's), or None when no check ran (no such detector installed, or it failed): named, and

@@ -4,15 +4,13 @@ re-routing ``same_lineage`` would do), and the lineage each edge gets (``ora_cor
 
 from __future__ import annotations
 
-from types import SimpleNamespace
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
 
-from ora_core.engine.backends import BackendPool
-from ora_core.engine.gears.common import RoutedPool
+from ora_core.engine.backends import BackendPool, RoutedPool
 from ora_core.engine.gears.roles import choose_breadth
 from ora_core.engine.lineage import ModelIdentity, Relation, planned_identity, policy_of, relation, route
+from ora_core.kernel.components import ComponentRegistry
+from ora_core.kernel.config import OraConfig
 
 
 class PlannedEdge(BaseModel):
@@ -32,7 +30,7 @@ class PlannedEdge(BaseModel):
     outcome: str  # what same_lineage does with it
 
 
-def _verifier_is_model(host: Any, name: str) -> tuple[bool | None, str]:
+def _verifier_is_model(host: ComponentRegistry | None, name: str) -> tuple[bool | None, str]:
     if host is None:
         return None, f"{name} (no plugin host)"
     from ora_core.kernel.errors import PluginError
@@ -45,10 +43,10 @@ def _verifier_is_model(host: Any, name: str) -> tuple[bool | None, str]:
     return uses, "model" if uses else f"{name} (non-LLM)"
 
 
-def planned_edges(config: Any, host: Any) -> list[PlannedEdge]:
+def planned_edges(config: OraConfig, host: ComponentRegistry) -> list[PlannedEdge]:
     """Every verification edge the configuration plans, with the lineage each gets under its
     ``same_lineage``: the routing a turn would do (``route``) applied to the planned backends."""
-    slots = choose_breadth(SimpleNamespace(config=config, pool=BackendPool(config, host)), host)
+    slots = choose_breadth(config, BackendPool(config, host), host)
     # gears 3-4 run the breadth slot on the backend the diversity rule picks (``gears/roles.py``)
     pool = RoutedPool(BackendPool(config, host), {"breadth": slots.breadth})
     policy = policy_of(config)

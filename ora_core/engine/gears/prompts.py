@@ -17,6 +17,9 @@ from typing import Any
 from ora_core.engine import profiles
 from ora_core.engine.profiles import ProfileName
 from ora_core.engine.reliability import StepSpec
+from ora_core.engine.turn_state import GearContext
+from ora_core.kernel.models import Verdict
+from ora_core.kernel.trace import StepRecorder
 
 #: The universal seven-section evaluation contract of Step 4 (seed 001).
 EVALUATION_SECTIONS: tuple[str, ...] = profiles.EVALUATION_SECTIONS
@@ -29,7 +32,7 @@ REVISION_RECORD = profiles.REVISION_RECORD.full
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s*(?:\d+\.\s*)?(?P<title>[^\n#]+?)\s*#*\s*$", re.MULTILINE)
 
 
-def _guidance(gc: Any, *names: str) -> str:
+def _guidance(gc: GearContext, *names: str) -> str:
     parts = []
     for name in names:
         text = gc.section(name)
@@ -38,31 +41,31 @@ def _guidance(gc: Any, *names: str) -> str:
     return "\n\n".join(parts)
 
 
-def _task(head: str, gc: Any, *sections: str, tail: str = "") -> str:
+def _task(head: str, gc: GearContext, *sections: str, tail: str = "") -> str:
     return "\n\n".join(p for p in (head, _guidance(gc, *sections), tail) if p)
 
 
-def request_block(gc: Any) -> str:
+def request_block(gc: GearContext) -> str:
     return f"## THE USER'S REQUEST (cleaned by Phase A)\n{gc.package.cleaned_prompt}"
 
 
-def profile_for(gc: Any, role: str) -> ProfileName:
+def profile_for(gc: GearContext, role: str) -> ProfileName:
     """The prompt profile of the backend serving ``role`` in this turn."""
     return profiles.profile_of(gc.runtime.config, gc.backend_for(role))
 
 
-def evidence_block(gc: Any) -> str:
+def evidence_block(gc: GearContext) -> str:
     """The turn's shared evidence, the same text under either profile (the compact profile fits the
     chunks themselves, at context assembly): every step of the turn shares it as a prompt prefix."""
     return gc.evidence_block()
 
 
-def _spec(gc: Any, **fields: Any) -> StepSpec:
+def _spec(gc: GearContext, **fields: Any) -> StepSpec:
     """An analytical step: its own package plus the turn's shared evidence."""
     return StepSpec(evidence=evidence_block(gc), **fields)
 
 
-def package(gc: Any, *parts: str) -> str:
+def package(gc: GearContext, *parts: str) -> str:
     """A step's own package (the user message): its inputs, then the request. The evidence
     goes separately (``StepSpec.evidence``, from ``evidence_block``) into the system message."""
     return "\n\n".join(p for p in (*parts, request_block(gc)) if p)
@@ -70,9 +73,10 @@ def package(gc: Any, *parts: str) -> str:
 
 # --- analysts ---------------------------------------------------------------------------------------
 
-def analyst_spec(gc: Any, *, name: str, role: str, kind: str, primary: bool, stream: str = "") -> StepSpec:
+def analyst_spec(gc: GearContext, *, name: str, role: str, kind: str, primary: bool, stream: str = "") -> StepSpec:
     """``kind``: depth | breadth (independent analysts) | single (gear 2, both guidances)."""
     profile = profile_for(gc, role)
+    sections: tuple[str, ...]
     if kind == "single":
         head = profiles.ANALYST.text(profile, gear=gc.gear)
         sections = ("DEPTH ANALYSIS GUIDANCE", "BREADTH ANALYSIS GUIDANCE", "OUTPUT FORMAT GUIDANCE")
@@ -85,7 +89,7 @@ def analyst_spec(gc: Any, *, name: str, role: str, kind: str, primary: bool, str
                     inputs={"analyst": kind})
 
 
-def breadth_review_spec(gc: Any, *, name: str, role: str, depth_text: str) -> StepSpec:
+def breadth_review_spec(gc: GearContext, *, name: str, role: str, depth_text: str) -> StepSpec:
     head = profiles.BREADTH_REVIEWER.text(profile_for(gc, role))
     return _spec(gc, name=name, role=role, purpose="reviser", prompt_key="gear3.breadth-review",
                     task=_task(head, gc, "BREADTH ANALYSIS GUIDANCE", "EVALUATION CRITERIA",
@@ -95,7 +99,7 @@ def breadth_review_spec(gc: Any, *, name: str, role: str, depth_text: str) -> St
 
 # --- cross-evaluation --------------------------------------------------------------------------------
 
-def evaluator_spec(gc: Any, *, name: str, role: str, target: str, text: str) -> StepSpec:
+def evaluator_spec(gc: GearContext, *, name: str, role: str, target: str, text: str) -> StepSpec:
     profile = profile_for(gc, role)
     head = profiles.EVALUATOR.text(profile, target=target.upper())
     return _spec(gc, name=name, role=role, purpose="evaluator", prompt_key=f"gear4.evaluate-{target}",
@@ -109,7 +113,7 @@ def present_sections(text: str) -> list[str]:
     return [s for s in EVALUATION_SECTIONS if any(s in t for t in titles)]
 
 
-def _check_contract(text: str, step: Any) -> str:
+def _check_contract(text: str, step: StepRecorder) -> str:
     present = present_sections(text)
     missing = [s for s in EVALUATION_SECTIONS if s not in present]
     step.output["contract_sections_present"] = present
@@ -123,7 +127,7 @@ def _check_contract(text: str, step: Any) -> str:
 
 # --- revisers ------------------------------------------------------------------------------------------
 
-def reviser_spec(gc: Any, *, name: str, role: str, slot: str, own: str, critique: str, critic: str) -> StepSpec:
+def reviser_spec(gc: GearContext, *, name: str, role: str, slot: str, own: str, critique: str, critic: str) -> StepSpec:
     profile = profile_for(gc, role)
     head = profiles.REVISER.text(profile, slot=slot.upper())
     return _spec(gc, name=name, role=role, purpose="reviser", prompt_key=f"gear4.revise-{slot}",
@@ -150,7 +154,7 @@ def _without_figures(reason: str) -> str:
     return reason[:match.start()] + (f" ({'; '.join(kept)})" if kept else "")
 
 
-def _findings(verdict: Any, profile: ProfileName = "full") -> str:
+def _findings(verdict: Verdict, profile: ProfileName = "full") -> str:
     """What a reviser is told a failed verification found: the reasons, the unsupported claims
     the reasons do not already quote, and the verifier's report when its prose is the finding
     (a model verifier, or a verifier that gave neither reasons nor claims). A non-LLM verifier's
@@ -176,7 +180,8 @@ def _findings(verdict: Any, profile: ProfileName = "full") -> str:
     return "\n".join(lines)
 
 
-def re_revision_spec(gc: Any, name: str, slot: str, role: str, text: str, verdict: Any, cycle: int) -> StepSpec:
+def re_revision_spec(gc: GearContext, name: str, slot: str, role: str, text: str, verdict: Verdict,
+                     cycle: int) -> StepSpec:
     who = f"the {slot.upper()} stream" if slot else "the analysis"
     profile = profile_for(gc, role)
     head = profiles.RE_REVISER.text(profile, cycle=cycle, who=who)
@@ -200,7 +205,7 @@ def _section_items(text: str, title: str) -> tuple[list[str], tuple[int, int] | 
     return [], None
 
 
-def split_revision(gc: Any, step_name: str, text: str) -> str:
+def split_revision(text: str) -> str:
     """The revised analysis without its accepted/rejected record (already in the step output)."""
     spans = [s for s in (_section_items(text, ACCEPTED)[1], _section_items(text, REJECTED)[1]) if s]
     for start, end in sorted(spans, reverse=True):
@@ -208,7 +213,7 @@ def split_revision(gc: Any, step_name: str, text: str) -> str:
     return text.strip()
 
 
-def _record_revision(text: str, step: Any) -> str:
+def _record_revision(text: str, step: StepRecorder) -> str:
     accepted, a_span = _section_items(text, ACCEPTED)
     rejected, r_span = _section_items(text, REJECTED)
     step.output["criticisms_accepted"] = accepted
@@ -218,13 +223,13 @@ def _record_revision(text: str, step: Any) -> str:
                          "the reviser did not record which criticisms it accepted and rejected",
                          severity="warning")
         return text
-    revised = split_revision(None, step.name, text)
+    revised = split_revision(text)
     return revised or text
 
 
 # --- consolidation and the final gate -------------------------------------------------------------------
 
-def consolidator_spec(gc: Any, *, name: str, streams: dict[str, tuple[str, str]]) -> StepSpec:
+def consolidator_spec(gc: GearContext, *, name: str, streams: dict[str, tuple[str, str]]) -> StepSpec:
     head = profiles.CONSOLIDATOR.text(profile_for(gc, "consolidator"))
     parts = [f"## {slot.upper()} ANALYSIS (verification: {status})\n{text}" for slot, (text, status) in streams.items()]
     return _spec(gc, name=name, role="consolidator", purpose="consolidator", prompt_key="gear4.consolidate",
@@ -232,7 +237,7 @@ def consolidator_spec(gc: Any, *, name: str, streams: dict[str, tuple[str, str]]
                     package=package(gc, *parts))
 
 
-def corrective_spec(gc: Any, name: str, role: str, text: str, verdict: Any) -> StepSpec:
+def corrective_spec(gc: GearContext, name: str, role: str, text: str, verdict: Verdict) -> StepSpec:
     profile = profile_for(gc, role)
     head = profiles.CORRECTIVE.text(profile)
     return _spec(gc, name=name, role=role, purpose="consolidator" if role == "consolidator" else "reviser",

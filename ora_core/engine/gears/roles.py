@@ -15,11 +15,14 @@ The rule, applied when gears 3 and 4 start (a deterministic step, ``role-slots``
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
+from ora_core.engine.backends import BackendPool
 from ora_core.engine.lineage import ModelIdentity, relation
+from ora_core.engine.turn_state import GearContext
+from ora_core.kernel.components import ComponentRegistry
+from ora_core.kernel.config import BackendConfig, OraConfig
+from ora_core.kernel.stash import StashKey
 
 STEP = "role-slots"
 
@@ -49,7 +52,7 @@ class SlotChoice(BaseModel):
     candidates: list[Candidate] = Field(default_factory=list)
 
 
-def same_lineage(a_name: str, a: Any, b_name: str, b: Any) -> str:
+def same_lineage(a_name: str, a: BackendConfig, b_name: str, b: BackendConfig) -> str:
     """Why backends ``a`` and ``b`` count as the same model for diversity ("" if they do not): the
     lineage rule (``ora_core.engine.lineage.relation``). A slot whose lineage is only unknown (a
     family undeclared) is not excluded here; the verification edges label it (``lineage``)."""
@@ -58,9 +61,9 @@ def same_lineage(a_name: str, a: Any, b_name: str, b: Any) -> str:
     return why if rel == "same" else ""
 
 
-def choose_breadth(runtime: Any, host: Any) -> SlotChoice:
-    config = runtime.config
-    pool = runtime.pool
+def choose_breadth(config: OraConfig, pool: BackendPool, host: ComponentRegistry | None) -> SlotChoice:
+    """Which backend takes the breadth slot (the rule above), from the configuration, the pool's fallback
+    chains and the backend types ``host`` has installed."""
     depth_name, breadth_name = config.roles.depth, config.roles.breadth
     depth, breadth = config.backends[depth_name], config.backends[breadth_name]
     clash = same_lineage(depth_name, depth, breadth_name, breadth)
@@ -90,13 +93,17 @@ def choose_breadth(runtime: Any, host: Any) -> SlotChoice:
                              f"{chosen.backend} ({chosen.model}) is the first candidate of a different model")
 
 
-def resolve_slots(gc: Any) -> SlotChoice:
+#: The breadth slot chosen for this turn (``resolve_slots``, gears 3 and 4).
+ROLE_SLOTS: StashKey[SlotChoice] = StashKey("role_slots")
+
+
+def resolve_slots(gc: GearContext) -> SlotChoice:
     """The deterministic ``role-slots`` step: pick the breadth backend and route it for the turn."""
     turn = gc.turn
     with turn.step(STEP, kind="deterministic", gear=gc.gear, depth=gc.runtime.config.roles.depth,
                    breadth=gc.runtime.config.roles.breadth) as step:
         step.health.kind = "deterministic"
-        choice = choose_breadth(gc.runtime, turn.host)
+        choice = choose_breadth(gc.runtime.config, gc.runtime.pool, turn.host)
         if choice.diversity == "substituted":
             gc.overrides["breadth"] = choice.breadth
             step.contingency("breadth-slot-substituted-for-diversity", choice.reason, severity="info",
@@ -105,5 +112,5 @@ def resolve_slots(gc: Any) -> SlotChoice:
             step.contingency("diversity-unavailable", choice.reason, severity="degraded",
                              depth=choice.depth, breadth=choice.breadth)
         step.output.update(choice.model_dump(mode="json"))
-    turn.data["role_slots"] = choice
+    turn.stash[ROLE_SLOTS] = choice
     return choice

@@ -8,7 +8,6 @@ Gear 4 falls back to this gear, on the healthier endpoint, when both of its stre
 from __future__ import annotations
 
 from ora_core.engine.gears.common import (
-    GearContext,
     finish,
     halted,
     run_judging_step,
@@ -18,6 +17,7 @@ from ora_core.engine.gears.common import (
 from ora_core.engine.gears.prompts import analyst_spec, breadth_review_spec
 from ora_core.engine.gears.roles import resolve_slots
 from ora_core.engine.reliability import run_model_step
+from ora_core.engine.turn_state import GearContext
 from ora_core.kernel.models import TurnResult
 
 DEPTH = "gear3-depth-analyst"
