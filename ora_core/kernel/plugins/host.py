@@ -12,6 +12,7 @@ hooks called) on the first look at the records or the registry, so ``ora --help`
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Callable, Mapping
 from typing import IO, Any
@@ -290,8 +291,6 @@ class PluginHost:
         return call_plugin(self.pm, plugin, hook_name, **kwargs)
 
     def _debug(self, line: str) -> None:
-        import sys
-
         stream = self.debug_stream or sys.stderr
         stream.write(line)
         stream.flush()
