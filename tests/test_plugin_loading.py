@@ -80,7 +80,7 @@ def test_a_plugin_raising_at_import_is_recorded_and_the_rest_still_load(site: Pa
 
 
 def test_a_plugin_failing_an_assert_at_import_is_recorded_and_the_rest_still_load(site: Path, group: str) -> None:
-    # stevedore lets an AssertionError through its load loop (for test suites); Ora records it instead
+    # stevedore re-raises an AssertionError from its load loop; Ora records it instead
     dist(site, group, "ora-asserting", "asserting", "assert False, 'not on this platform'\n")
     dist(site, group, "ora-good-thing", "good", detector_source("good-detector"))
     host = PluginHost(env={})

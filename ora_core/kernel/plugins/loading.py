@@ -7,8 +7,8 @@ distributions (the first keeps it; both records stay listed), and one the allow-
 never imported. The rest are imported by stevedore's ``ExtensionManager`` (``invoke_on_load=False``:
 a plugin is a module of hook implementations, nothing to call), one at a time: one that raises is
 handed to its ``on_load_failure_callback``, which records it on the plugin's record (``import
-failed: ...``) while the others still load. stevedore lets an ``AssertionError`` through (for test
-suites); here it is a broken plugin like any other, recorded the same way. stevedore's
+failed: ...``) while the others still load. stevedore re-raises an ``AssertionError`` from its
+load loop; here it is a broken plugin like any other, recorded the same way. stevedore's
 ``verify_requirements`` is not passed: it is a deprecated no-op since stevedore 5 (a missing
 requirement shows as the plugin's import failure). Registering the imported modules with pluggy
 is the host's (``host.py``).
