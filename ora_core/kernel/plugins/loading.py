@@ -9,7 +9,7 @@ a plugin is a module of hook implementations, nothing to call), one at a time: o
 handed to its ``on_load_failure_callback``, which records it on the plugin's record (``import
 failed: ...``) while the others still load. stevedore re-raises an ``AssertionError`` from its
 load loop; here it is a broken plugin like any other, recorded the same way. stevedore's
-``verify_requirements`` is not passed: it is a deprecated no-op since stevedore 5 (a missing
+``verify_requirements`` is not passed: in stevedore 5.10 (the version required) it is a deprecated no-op (a missing
 requirement shows as the plugin's import failure). Registering the imported modules with pluggy
 is the host's (``host.py``).
 """
