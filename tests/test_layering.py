@@ -158,7 +158,8 @@ def private_imports(root: Path = REPO) -> list[str]:
     for path in sorted(files):
         if "__pycache__" in path.parts or ".venv" in path.parts:
             continue
-        base = root / "plugins" / path.relative_to(root / "plugins").parts[0] if "plugins" in path.parts else root
+        in_plugins = path.is_relative_to(root / "plugins")  # not ora_core/kernel/plugins/
+        base = root / "plugins" / path.relative_to(root / "plugins").parts[0] if in_plugins else root
         module = module_name(path, base)
         for target, names, line, how in imports_of(path, module):
             private = [n for n in names if n.startswith("_") and not n.startswith("__")]

@@ -216,3 +216,12 @@ def test_a_bypassed_cache_names_why_no_key_could_be_made(site: Path, group: str,
     assert {r["name"] for r in load(group, cache)} == {"one"}  # the full scan still finds the plugin
     assert cache.status == "bypassed"
     assert f"no environment key: cannot list {unreadable} on sys.path (PermissionError" in cache.describe()
+
+
+@pytest.mark.slow
+def test_ora_keeps_its_own_entry_point_cache_and_stevedore_writes_none(tmp_path: Path) -> None:
+    # stevedore imports the plugins (kernel/plugins/loading.py); the scan is served from Ora's cache only
+    listed = ora("plugins", "list", "--json", env={"XDG_CACHE_HOME": str(tmp_path)})
+    assert listed.returncode == 0, listed.stderr
+    assert len(list((tmp_path / "ora").glob("entry-points-*.json"))) == 1
+    assert not (tmp_path / "python-entrypoints").exists()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,6 +77,41 @@ def test_a_plugin_raising_at_import_is_recorded_and_the_rest_still_load(site: Pa
     assert broken.entry_point.startswith("broken = plug_")
     assert good.status == "ok"
     assert host.get("detector", "good-detector").name == "good-detector"
+
+
+def test_a_plugin_failing_an_assert_at_import_is_recorded_and_the_rest_still_load(site: Path, group: str) -> None:
+    # stevedore re-raises an AssertionError from its load loop; Ora records it instead
+    dist(site, group, "ora-asserting", "asserting", "assert False, 'not on this platform'\n")
+    dist(site, group, "ora-good-thing", "good", detector_source("good-detector"))
+    host = PluginHost(env={})
+    host.load_entrypoints(group)
+    asserting = host.records["asserting"]
+    assert asserting.status == "failed"
+    assert asserting.errors[0].startswith("import failed: AssertionError: not on this platform at plug_")
+    assert host.records["good"].status == "ok" and "good-detector" in host.components("detector")
+
+
+def test_the_entry_points_are_imported_by_stevedores_extension_manager_one_at_a_time(
+        site: Path, group: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stevedore.extension import ExtensionManager
+
+    dist(site, group, "ora-broken-thing", "broken", "raise RuntimeError('boom at import')\n")
+    dist(site, group, "ora-good-thing", "good", detector_source("good-detector"))
+    dist(site, group, "ora-off-thing", "off", detector_source("off-detector"))
+    imported: list[str] = []
+    load_one = ExtensionManager._load_one_plugin
+
+    def spy(self: ExtensionManager, ep: Any, *args: Any) -> Any:
+        imported.append(ep.name)
+        return load_one(self, ep, *args)
+
+    monkeypatch.setattr(ExtensionManager, "_load_one_plugin", spy)
+    host = PluginHost(env={"ORA_DISABLE_PLUGINS": "off"})
+    host.load_entrypoints(group)
+    assert imported == ["broken", "good"]  # in entry-point name order; the disabled one never reaches it
+    # the failure stevedore hands its on_load_failure_callback lands on the plugin's own record
+    assert host.records["broken"].errors[0].startswith("import failed: RuntimeError: boom at import")
+    assert host.records["good"].status == "ok" and host.records["off"].status == "disabled"
 
 
 def test_strict_mode_makes_a_load_failure_fatal(site: Path, group: str) -> None:
@@ -353,7 +389,7 @@ def test_components_are_collected_on_first_look_once_and_every_thread_sees_them_
     dist(site, group, "ora-slow-b", "slow-b", SLOW_REGISTRATION.format(name="slow-b"))
     host = PluginHost(env={})
     host.load_entrypoints(group)
-    assert host._registry["detector"] == {}  # nothing collected at load
+    assert host._registry.by_kind["detector"] == {}  # nothing collected at load
     seen: list[list[str]] = []
     threads = [threading.Thread(target=lambda: seen.append(sorted(d.name for d in host.detectors())))
                for _ in range(3)]

@@ -15,31 +15,34 @@ is printed).
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
+from ora_core.cli import bench, calibrate, probe  # light modules: the work is imported inside the commands
+from ora_core.cli import config as config_commands
 from ora_core.cli import models as models_commands
 from ora_core.cli import modes as modes_commands
+from ora_core.cli import plugins as plugins_commands
 from ora_core.cli import run as run_command
-from ora_core.cli.state import (
-    EXIT_ERROR,
-    begin_invocation,
-    check_plugin_options,
-    command_context,
-    echo,
-    echo_err,
-    get_config,
-    get_host,
-    options_report,
-    print_options_problems,
-)
+from ora_core.cli.state import EXIT_ERROR, begin_invocation, command_context, echo_err, get_host
 from ora_core.kernel.errors import OraError
 
 
+def root(
+    ctx: typer.Context,
+    config: Optional[str] = typer.Option(
+        None, "--config", "-c", help="Configuration file (else $ORA_CONFIG, ./ora.toml, user config dir)."
+    ),
+) -> None:
+    """The root callback: this invocation's ``--config``, and the output guard (``state.begin_invocation``)."""
+    begin_invocation(config, ctx)
+
+
 def build_app() -> typer.Typer:
+    """The ``ora`` app: a new root each call (plugins add their commands to it), with the command groups
+    each module of ``ora_core/cli`` defines at module level."""
     app = typer.Typer(
         name="ora",
         help="Multi-step LLM pipelines whose failures are never silent.",
@@ -48,122 +51,16 @@ def build_app() -> typer.Typer:
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
     )
-
-    @app.callback()
-    def root(
-        ctx: typer.Context,
-        config: Optional[str] = typer.Option(
-            None, "--config", "-c", help="Configuration file (else $ORA_CONFIG, ./ora.toml, user config dir)."
-        ),
-    ) -> None:
-        begin_invocation(config, ctx)
-
-    run_command.register(app)
-
-    plugins_app = typer.Typer(help="Installed plugins and their components.", no_args_is_help=True)
-    app.add_typer(plugins_app, name="plugins")
-
-    @plugins_app.command("list")
-    def plugins_list(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-        """Every plugin: distribution, version, components, hooks, layers, status."""
-        host = get_host()
-        rows = host.summary()
-        if as_json:
-            typer.echo(json.dumps(rows, indent=2))
-        else:
-            _print_plugin_table(rows)
-        print_options_problems(options_report())  # tables passed on unchecked, options refused
-
-    @plugins_app.command("check")
-    def plugins_check() -> None:
-        """Exit non-zero when any plugin failed to load or is incompatible."""
-        host = get_host()
-        problems = host.problems()
-        for record in problems:
-            typer.echo(f"{record.name} ({record.distribution} {record.version}): {record.status}: "
-                       + "; ".join(record.errors), err=True)
-        print_options_problems(options_report())
-        loaded = sum(1 for r in host.records.values() if r.status == "ok")
-        typer.echo(f"{loaded} plugin(s) ok, {len(problems)} with problems")
-        if problems:
-            raise typer.Exit(EXIT_ERROR)
-
-    config_app = typer.Typer(help="The resolved configuration.", no_args_is_help=True)
-    app.add_typer(config_app, name="config")
-
-    @config_app.command("show")
-    def config_show(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-        """Print the resolved configuration (secrets masked) and its hash; exit 1 when a plugin's table
-        or a backend's options break the model its plugin declares (each table and key named)."""
-        from ora_core.kernel.config import render_config
-
-        resolved = get_config()
-        warnings = check_plugin_options(resolved)
-        echo(render_config(resolved, "json" if as_json else "toml"))
-        print_options_problems(warnings)
-
-    @config_app.command("check")
-    def config_check(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-        """The lineage of every verification edge the configuration plans, before any turn runs: who
-        judges whose output, whether they share a lineage, and what [verification] same_lineage does
-        with it. Exit 1 when an edge would be refused (same_lineage = "refuse" and no backend of
-        another lineage)."""
-        from ora_core.engine.gears.edges import planned_edges
-
-        resolved = get_config()
-        edges = planned_edges(resolved.config, get_host())
-        if as_json:
-            echo(json.dumps([e.model_dump(mode="json") for e in edges], indent=2))
-        else:
-            _print_edges(edges, resolved.config.verification.same_lineage)
-        if any(e.outcome.startswith(("refused", "BROKEN")) for e in edges):
-            raise typer.Exit(EXIT_ERROR)
-
-    modes_commands.register(app)
-    models_commands.register(app)
-    from ora_core.cli import bench, probe  # light modules: the work is imported inside the commands
-    bench.register_grounding(app)
-    probe.register(app)
-    bench.register_pipeline(app)
-    from ora_core.cli import calibrate  # light: the work is imported inside its commands
-    calibrate.register(app)
+    app.callback()(root)
+    app.add_typer(run_command.commands)  # `ora run`: merged into the root, no group of its own
+    app.add_typer(plugins_commands.group, name="plugins")
+    app.add_typer(config_commands.group, name="config")
+    app.add_typer(modes_commands.group, name="modes")
+    app.add_typer(models_commands.group, name="models")
+    app.add_typer(bench.group, name="bench")
+    app.add_typer(probe.group, name="probe")
+    app.add_typer(calibrate.group, name="calibrate")
     return app
-
-
-def _print_edges(edges: list[Any], policy: str) -> None:
-    """One block per edge: gear, edge, author -> judge, relation and why, what the policy does."""
-    echo(f"verification edges (same_lineage = {policy!r}):")
-    for e in edges:
-        judge = e.judge.label() if e.judge is not None else e.judge_kind
-        flag = "!" if e.relation in ("same", "unknown") else " "
-        echo(f"{flag} gear {e.gear:<3} {e.edge}")
-        echo(f"    {e.author_role}: {e.author.label()}  ->  {e.judge_role}: {judge}")
-        echo(f"    lineage: {e.relation} ({e.reason}); {e.outcome}")
-
-
-def _print_plugin_table(rows: list[dict[str, Any]]) -> None:
-    """The plugins as a plain text table: one block of lines per plugin, every name whole (rich's
-    boxed table broke names mid-word and cost ~50 ms of the command's 0.4 s)."""
-    header = ("plugin", "distribution", "version", "components", "hooks", "layer / assumes", "status")
-    table: list[list[list[str]]] = []
-    for row in rows:
-        comps = [f"{kind}: {name}" for kind, names in sorted(row["components"].items()) for name in names]
-        layers = [f"{c['name']}: {c['layer'] or '?'}" + (f" [{', '.join(c['assumes'])}]" if c["assumes"] else "")
-                  for c in row["layers"]]
-        status = [row["status"], *([row["error"]] if row["error"] else [])]
-        hooks = [h.removeprefix("ora_") for h in row["hooks"]]
-        table.append([[row["name"]], [row["distribution"]], [row["version"]], comps or ["-"], hooks or ["-"],
-                      layers or ["-"], status])
-    widths = [max([len(h), *(len(line) for cells in table for line in cells[i][:1 if i == 6 else None])])
-              for i, h in enumerate(header)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip(),
-             "  ".join("-" * w for w in widths)]
-    for cells in table:
-        for depth in range(max(len(c) for c in cells)):
-            parts = [(c[depth] if depth < len(c) else "") for c in cells]
-            lines.append("  ".join(p.ljust(w) for p, w in zip(parts, widths, strict=True)).rstrip())
-        lines.append("")
-    typer.echo("\n".join(lines).rstrip("\n"))
 
 
 #: pydantic scans every installed distribution's entry points for its own plugins the first time

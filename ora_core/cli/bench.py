@@ -1,12 +1,9 @@
 """``ora bench``: the command group for Ora's measurements (``ora bench grounding`` ...).
 
-Each bench module adds its commands to the one ``bench`` group: ``register(app)`` here makes
-the group and hangs it on the root app, and each module's ``register(group)`` adds a command to
-it (``register_grounding(app)`` below). ``bench_app`` returns the same group however
-many modules ask, so a second module can add ``ora bench <name>`` beside ``grounding``.
-
-``ora bench`` itself (no subcommand, or ``ora bench pipeline``) is the reliability bench:
-``register_pipeline(app)`` below, its work in ``ora_core.engine.measure.bench``.
+The commands are defined here, at module level, on ``group`` (the root app adds it as ``ora bench``):
+``ora bench`` itself (no subcommand, or ``ora bench pipeline``) is the reliability bench, its work in
+``ora_core.engine.measure.bench``; ``ora bench grounding`` measures a verifier, its work in
+``ora_core.cli.bench_grounding``. Another measurement is another ``@group.command`` here.
 """
 
 from __future__ import annotations
@@ -18,18 +15,62 @@ import typer
 
 from ora_core.cli.bench_defaults import DEFAULT_DATA, DEFAULT_FOLDS, DEFAULT_SEED
 
-_GROUP_ATTRIBUTE = "_ora_bench_group"
+#: ``ora bench``: its commands below (the root app adds it: ``ora_core/cli/app.py``).
+group = typer.Typer(help="Measurements: how well Ora's components do on labelled data.", no_args_is_help=True)
 
 
-def bench_app(app: typer.Typer) -> typer.Typer:
-    """The ``bench`` sub-app of ``app``, made and attached on the first call."""
-    group = getattr(app, _GROUP_ATTRIBUTE, None)
-    if group is None:
-        group = typer.Typer(help="Measurements: how well Ora's components do on labelled data.",
-                            no_args_is_help=True)
-        app.add_typer(group, name="bench")
-        setattr(app, _GROUP_ATTRIBUTE, group)
-    return group
+# --- ``ora bench grounding`` ------------------------------------------------------------------------------
+
+# (registered first: listed first in ``ora bench --help``; its work, in ``ora_core.cli.bench_grounding``, is
+# imported when it runs)
+@group.command("grounding")
+def bench_grounding(
+    data: Path = typer.Option(DEFAULT_DATA, "--data", help="Directory of labelled *.jsonl files "
+                              "(default: ../shared/data beside the repository)."),
+    folds: int = typer.Option(DEFAULT_FOLDS, "--folds", min=2, help="Cross-validation folds."),
+    seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the fold split."),
+    json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the report here as JSON."),
+    verifier_name: str = typer.Option("grounding", "--verifier", help="The registered verifier to measure."),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N examples of each file (quick runs)."),
+    timing: bool = typer.Option(True, "--timing/--no-timing", help="Measure the 300-word/6-chunk case."),
+) -> None:
+    """The verifier vs content-word overlap and answer length: AUROC and accuracy under k-fold CV."""
+    from ora_core.cli.bench_grounding import (
+        BenchDataError,
+        VerifierFailed,
+        data_files,
+        load_examples,
+        print_report,
+        run_with_progress,
+    )
+    from ora_core.cli.state import EXIT_ERROR, EXIT_USAGE, fail, get_host, load_resolved
+    from ora_core.kernel.errors import OraError
+    from ora_core.kernel.trace import StandaloneContext
+
+    try:
+        files = data_files(data)
+        for path in files:  # every file is read (and its errors named) before the model loads
+            load_examples(path)
+    except BenchDataError as exc:
+        raise fail(exc.message, EXIT_USAGE) from None
+    host = get_host()
+    try:
+        verifier = host.get("verifier", verifier_name)
+        config = load_resolved()
+    except OraError as exc:
+        raise fail(str(exc)) from None
+    ctx = StandaloneContext(config, host=host)
+    try:
+        report = run_with_progress(data, verifier, verifier_name, ctx, folds, seed, timing, limit)
+    except BenchDataError as exc:
+        raise fail(exc.message, EXIT_USAGE) from None
+    except VerifierFailed as exc:
+        raise fail(str(exc)) from None
+    print_report(report)
+    if json_path is not None:
+        json_path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
+    if not report.all_met:
+        raise typer.Exit(EXIT_ERROR)
 
 
 # --- ``ora bench`` itself: the reliability bench (seed 003's, on Ora) -----------------------------------------
@@ -46,52 +87,50 @@ models instead (not deterministic). --save writes the figures with the bench has
 directory without running anything."""
 
 
-def register_pipeline(app: typer.Typer) -> None:
-    """Make ``ora bench`` (no subcommand) run the reliability bench; ``ora bench pipeline`` is the
-    same command by name. The other ``ora bench`` subcommands are untouched."""
-    group = bench_app(app)
+# ``ora bench`` (no subcommand) runs the reliability bench; ``ora bench pipeline`` is the same command by
+# name. The other ``ora bench`` subcommands are untouched.
+@group.callback(invoke_without_command=True, no_args_is_help=False, help=PIPELINE_HELP)
+def bench_root(
+    ctx: typer.Context,
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+    save: Optional[Path] = typer.Option(None, "--save", help="Write the figures (bench hash, version) here."),
+    compare_with: Optional[Path] = typer.Option(None, "--compare", help="Print the deltas against this file."),
+    config: Optional[str] = typer.Option(None, "--config", "-c",
+                                         help="Run on this configuration's models (not deterministic)."),
+    documents: Optional[Path] = typer.Option(None, "--documents", help="Directory of bench documents."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (the scenarios' traces)."),
+    injects: list[str] = typer.Option([], "--inject", help="Only these inject modes (repeatable)."),
+    from_dir: Optional[Path] = typer.Option(None, "--from", help="Recompute the metrics of this run directory."),
+) -> None:
+    options = {"--json": as_json, "--save": save, "--compare": compare_with, "--config": config,
+               "--documents": documents, "--out": out, "--inject": injects, "--from": from_dir}
+    if ctx.invoked_subcommand is not None:
+        given = [name for name, value in options.items() if value]
+        if given:
+            from ora_core.cli.state import EXIT_USAGE, fail
 
-    @group.callback(invoke_without_command=True, no_args_is_help=False, help=PIPELINE_HELP)
-    def bench_root(
-        ctx: typer.Context,
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-        save: Optional[Path] = typer.Option(None, "--save", help="Write the figures (bench hash, version) here."),
-        compare_with: Optional[Path] = typer.Option(None, "--compare", help="Print the deltas against this file."),
-        config: Optional[str] = typer.Option(None, "--config", "-c",
-                                             help="Run on this configuration's models (not deterministic)."),
-        documents: Optional[Path] = typer.Option(None, "--documents", help="Directory of bench documents."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Run directory (the scenarios' traces)."),
-        injects: list[str] = typer.Option([], "--inject", help="Only these inject modes (repeatable)."),
-        from_dir: Optional[Path] = typer.Option(None, "--from", help="Recompute the metrics of this run directory."),
-    ) -> None:
-        options = {"--json": as_json, "--save": save, "--compare": compare_with, "--config": config,
-                   "--documents": documents, "--out": out, "--inject": injects, "--from": from_dir}
-        if ctx.invoked_subcommand is not None:
-            given = [name for name, value in options.items() if value]
-            if given:
-                from ora_core.cli.state import EXIT_USAGE, fail
+            raise fail(f"{', '.join(given)} belong(s) to the reliability bench (`ora bench`), not to "
+                       f"`ora bench {ctx.invoked_subcommand}`: give them after the subcommand's name",
+                       EXIT_USAGE)
+        return
+    run_pipeline_bench(as_json=as_json, save=save, compare_with=compare_with, config=config,
+                       documents=documents, out=out, injects=injects, from_dir=from_dir)
 
-                raise fail(f"{', '.join(given)} belong(s) to the reliability bench (`ora bench`), not to "
-                           f"`ora bench {ctx.invoked_subcommand}`: give them after the subcommand's name",
-                           EXIT_USAGE)
-            return
-        run_pipeline_bench(as_json=as_json, save=save, compare_with=compare_with, config=config,
-                           documents=documents, out=out, injects=injects, from_dir=from_dir)
 
-    @group.command("pipeline", help=PIPELINE_HELP.split("\n", 1)[1].strip())
-    def bench_pipeline(
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-        save: Optional[Path] = typer.Option(None, "--save", help="Write the figures (bench hash, version) here."),
-        compare_with: Optional[Path] = typer.Option(None, "--compare", help="Print the deltas against this file."),
-        config: Optional[str] = typer.Option(None, "--config", "-c",
-                                             help="Run on this configuration's models (not deterministic)."),
-        documents: Optional[Path] = typer.Option(None, "--documents", help="Directory of bench documents."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Run directory (the scenarios' traces)."),
-        injects: list[str] = typer.Option([], "--inject", help="Only these inject modes (repeatable)."),
-        from_dir: Optional[Path] = typer.Option(None, "--from", help="Recompute the metrics of this run directory."),
-    ) -> None:
-        run_pipeline_bench(as_json=as_json, save=save, compare_with=compare_with, config=config,
-                           documents=documents, out=out, injects=injects, from_dir=from_dir)
+@group.command("pipeline", help=PIPELINE_HELP.split("\n", 1)[1].strip())
+def bench_pipeline(
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+    save: Optional[Path] = typer.Option(None, "--save", help="Write the figures (bench hash, version) here."),
+    compare_with: Optional[Path] = typer.Option(None, "--compare", help="Print the deltas against this file."),
+    config: Optional[str] = typer.Option(None, "--config", "-c",
+                                         help="Run on this configuration's models (not deterministic)."),
+    documents: Optional[Path] = typer.Option(None, "--documents", help="Directory of bench documents."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (the scenarios' traces)."),
+    injects: list[str] = typer.Option([], "--inject", help="Only these inject modes (repeatable)."),
+    from_dir: Optional[Path] = typer.Option(None, "--from", help="Recompute the metrics of this run directory."),
+) -> None:
+    run_pipeline_bench(as_json=as_json, save=save, compare_with=compare_with, config=config,
+                       documents=documents, out=out, injects=injects, from_dir=from_dir)
 
 
 def run_pipeline_bench(*, as_json: bool, save: Path | None, compare_with: Path | None, config: str | None,
@@ -242,60 +281,3 @@ def _print_deltas(previous: Any, current: Any, rows: list[dict[str, Any]], path:
         delta = row["delta"]
         shown = "=" if delta in (0, None) and row["before"] == row["now"] else str(delta)
         typer.echo(f"  {row['figure']:<44} {str(row['before']):<10} -> {str(row['now']):<10} {shown}")
-
-
-# --- ``ora bench grounding`` ------------------------------------------------------------------------------
-
-def register_grounding(app: typer.Typer) -> None:
-    """Add ``ora bench grounding`` to the ``bench`` group of ``app`` (its work, in
-    ``ora_core.cli.bench_grounding``, is imported when it runs)."""
-    group = bench_app(app)
-
-    @group.command("grounding")
-    def bench_grounding(
-        data: Path = typer.Option(DEFAULT_DATA, "--data", help="Directory of labelled *.jsonl files "
-                                  "(default: ../shared/data beside the repository)."),
-        folds: int = typer.Option(DEFAULT_FOLDS, "--folds", min=2, help="Cross-validation folds."),
-        seed: int = typer.Option(DEFAULT_SEED, "--seed", help="Seed of the fold split."),
-        json_path: Optional[Path] = typer.Option(None, "--json", help="Also write the report here as JSON."),
-        verifier_name: str = typer.Option("grounding", "--verifier", help="The registered verifier to measure."),
-        limit: Optional[int] = typer.Option(None, "--limit", min=1, help="First N examples of each file (quick runs)."),
-        timing: bool = typer.Option(True, "--timing/--no-timing", help="Measure the 300-word/6-chunk case."),
-    ) -> None:
-        """The verifier vs content-word overlap and answer length: AUROC and accuracy under k-fold CV."""
-        from ora_core.cli.bench_grounding import (
-            BenchDataError,
-            VerifierFailed,
-            data_files,
-            load_examples,
-            print_report,
-            run_with_progress,
-        )
-        from ora_core.cli.state import EXIT_ERROR, EXIT_USAGE, fail, get_host, load_resolved
-        from ora_core.kernel.errors import OraError
-        from ora_core.kernel.trace import StandaloneContext
-
-        try:
-            files = data_files(data)
-            for path in files:  # every file is read (and its errors named) before the model loads
-                load_examples(path)
-        except BenchDataError as exc:
-            raise fail(exc.message, EXIT_USAGE) from None
-        host = get_host()
-        try:
-            verifier = host.get("verifier", verifier_name)
-            config = load_resolved()
-        except OraError as exc:
-            raise fail(str(exc)) from None
-        ctx = StandaloneContext(config, host=host)
-        try:
-            report = run_with_progress(data, verifier, verifier_name, ctx, folds, seed, timing, limit)
-        except BenchDataError as exc:
-            raise fail(exc.message, EXIT_USAGE) from None
-        except VerifierFailed as exc:
-            raise fail(str(exc)) from None
-        print_report(report)
-        if json_path is not None:
-            json_path.write_text(report.model_dump_json(indent=2), encoding="utf-8")
-        if not report.all_met:
-            raise typer.Exit(EXIT_ERROR)

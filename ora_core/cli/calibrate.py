@@ -35,172 +35,174 @@ from ora_core.cli.state import EXIT_ERROR, EXIT_USAGE, echo, echo_err, fail, get
 EXIT_INTERRUPTED = 130
 
 
-def register(app: typer.Typer) -> None:
-    group = typer.Typer(help="Calibration: mirrored claim pairs through the fact-check debate, measured for skew.",
-                        no_args_is_help=True)
-    app.add_typer(group, name="calibrate")
+#: ``ora calibrate``: its commands below (the root app adds it: ``ora_core/cli/app.py``).
+group = typer.Typer(help="Calibration: mirrored claim pairs through the fact-check debate, measured for skew.",
+                    no_args_is_help=True)
 
-    @group.command("run")
-    def calibrate_run(
-        quick: bool = typer.Option(False, "--quick", help="At most 3 English pairs plus 1 strict-inverse pair "
-                                                          "(the default)."),
-        full: bool = typer.Option(False, "--full", help="Every pair of the fixture."),
-        targeted: list[str] = typer.Option([], "--targeted", help="domain:<name>, language:<code> or pair:<id> "
-                                                                  "(repeatable; their union)."),
-        intent: str = typer.Option("smoke", "--intent", help="gate (decides: exit 1 unless decision-grade and "
-                                                             "passing) or smoke (checks the machinery)."),
-        profile: str = typer.Option("baseline", "--profile", help="The role -> backend map (ora calibrate list)."),
-        profiles_file: Optional[Path] = typer.Option(None, "--profiles", help="A TOML file of extra profiles."),
-        fixture_dir: Optional[Path] = typer.Option(None, "--fixture", help="A fixture directory (default: bundled)."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Where reports and checkpoints go."),
-        concurrency: int = typer.Option(1, "--concurrency", help="Pairs run at once (1 for a local model)."),
-        max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Stop starting pairs past this many "
-                                                                            "tokens (role ledger)."),
-        max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Stop starting pairs past this cost in "
-                                                                          "USD (the profile's prices)."),
-        baseline_runtime: Optional[float] = typer.Option(
-            None, "--baseline-runtime", help="Seconds per turn of the canonical baseline run: the contrarian "
-                                             "pass's runtime ceiling (fact_check.baseline_runtime_s)."),
-        resume: bool = typer.Option(False, "--resume", help="Continue the checkpoint of this intent and mode."),
-        store: Optional[Path] = typer.Option(None, "--store", help="A Chroma directory for the fixture's "
-                                                                   "collections (default: in the run directory)."),
-        config: Optional[str] = typer.Option(None, "--config", "-c", help="Configuration file to run on."),
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-    ) -> None:
-        """Run the fixture's pairs (both sides, full fact-check) and write the report."""
-        from ora_core.engine.calibration.fixture import load_fixture
-        from ora_core.engine.calibration.profiles import get_profile
-        from ora_core.engine.calibration.report import write_reports
-        from ora_core.engine.calibration.runner import CalibrationRun, RunOptions
-        from ora_core.kernel.config import load_config
-        from ora_core.kernel.errors import OraError, UsageError
 
-        chosen = [name for name, on in (("quick", quick), ("full", full), ("targeted", bool(targeted))) if on]
-        if len(chosen) > 1:
-            raise fail(f"choose one of --quick, --full, --targeted (got {', '.join(chosen)})", EXIT_USAGE)
-        if intent not in ("gate", "smoke"):
-            raise fail(f"--intent must be gate or smoke, not {intent!r}", EXIT_USAGE)
-        mode = chosen[0] if chosen else "quick"
-        try:
-            base = load_config(config or state.config_path)
-            fixture = load_fixture(fixture_dir)
-            run = CalibrationRun(host=get_host(), base=base, fixture=fixture,
-                                 profile=get_profile(profile, profiles_file),
-                                 options=RunOptions(mode=mode, intent=intent, targeted=list(targeted),  # type: ignore[arg-type]
-                                                    out_dir=out, concurrency=concurrency, max_tokens=max_tokens,
-                                                    max_cost_usd=max_cost, baseline_runtime_s=baseline_runtime,
-                                                    resume=resume, store_dir=store))
-        except UsageError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
-        except OraError as exc:
-            raise fail(str(exc)) from None
-        for warning in run.options_warnings:
-            echo_err(f"ora: {warning.severity}: {warning.line()}")
-        echo_err(f"ora calibrate: {len(run.pairs)} pair(s) ({mode}), profile {profile}, fixture {fixture.name} "
-                 f"{fixture.version} ({fixture.content_hash}), run configuration {run.run_config.hash}; "
-                 f"out {run.out_dir}")
-        if run.report.fixture_version_check:
-            echo_err(f"ora calibrate: warning: fixture: {run.report.fixture_version_check}")
-        progress = PairProgress(len(run.pairs))
-        run.on_event = progress.event
-        try:
-            with progress:
-                report = run.run()
-        except KeyboardInterrupt:
-            echo_err(f"ora calibrate: interrupted; the checkpoint {run.checkpoint} keeps every finished pair: "
-                     f"continue with `ora calibrate run --{mode} --intent {intent} --profile {profile} --resume`")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        except OraError as exc:
-            raise fail(f"calibration run {run.run_id} stopped: {exc} (checkpoint: {run.checkpoint})") from None
-        written = write_reports(report, run.out_dir)
-        run.finish()
-        if as_json:
-            typer.echo(report.model_dump_json(by_alias=True, indent=2))
-        else:
-            for line in report_lines(report):
-                echo(line)
-        for fmt, path in written.files.items():
-            echo_err(f"ora calibrate: {fmt} report: {path}")
-        for fmt, why in written.problems.items():
-            echo_err(f"ora calibrate: {fmt} report not written: {why}")
-        if report.stopped is not None:
-            echo_err(f"ora calibrate: stopped ({report.stopped.reason}): {report.stopped.detail}; the checkpoint "
-                     f"{run.checkpoint} continues it with --resume")
-        if "json" not in written.files:
-            raise typer.Exit(EXIT_ERROR)
-        if intent == "gate" and not gate_passed(report):
-            raise typer.Exit(EXIT_ERROR)
+@group.command("run")
+def calibrate_run(
+    quick: bool = typer.Option(False, "--quick", help="At most 3 English pairs plus 1 strict-inverse pair "
+                                                      "(the default)."),
+    full: bool = typer.Option(False, "--full", help="Every pair of the fixture."),
+    targeted: list[str] = typer.Option([], "--targeted", help="domain:<name>, language:<code> or pair:<id> "
+                                                              "(repeatable; their union)."),
+    intent: str = typer.Option("smoke", "--intent", help="gate (decides: exit 1 unless decision-grade and "
+                                                         "passing) or smoke (checks the machinery)."),
+    profile: str = typer.Option("baseline", "--profile", help="The role -> backend map (ora calibrate list)."),
+    profiles_file: Optional[Path] = typer.Option(None, "--profiles", help="A TOML file of extra profiles."),
+    fixture_dir: Optional[Path] = typer.Option(None, "--fixture", help="A fixture directory (default: bundled)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where reports and checkpoints go."),
+    concurrency: int = typer.Option(1, "--concurrency", help="Pairs run at once (1 for a local model)."),
+    max_tokens: Optional[int] = typer.Option(None, "--max-tokens", help="Stop starting pairs past this many "
+                                                                        "tokens (role ledger)."),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="Stop starting pairs past this cost in "
+                                                                      "USD (the profile's prices)."),
+    baseline_runtime: Optional[float] = typer.Option(
+        None, "--baseline-runtime", help="Seconds per turn of the canonical baseline run: the contrarian "
+                                         "pass's runtime ceiling (fact_check.baseline_runtime_s)."),
+    resume: bool = typer.Option(False, "--resume", help="Continue the checkpoint of this intent and mode."),
+    store: Optional[Path] = typer.Option(None, "--store", help="A Chroma directory for the fixture's "
+                                                               "collections (default: in the run directory)."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="Configuration file to run on."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+) -> None:
+    """Run the fixture's pairs (both sides, full fact-check) and write the report."""
+    from ora_core.engine.calibration.fixture import load_fixture
+    from ora_core.engine.calibration.profiles import get_profile
+    from ora_core.engine.calibration.report import write_reports
+    from ora_core.engine.calibration.runner import CalibrationRun, RunOptions
+    from ora_core.kernel.config import load_config
+    from ora_core.kernel.errors import OraError, UsageError
 
-    @group.command("compare")
-    def calibrate_compare(
-        a: Path = typer.Argument(..., help="Run A (the reference), a run report .json."),
-        b: Path = typer.Argument(..., help="Run B (the candidate), a run report .json."),
-        approved_by: Optional[str] = typer.Option(None, "--approved-by", help="Who approves the decision memo."),
-        note: str = typer.Option("", "--note", help="A note for the memo."),
-        runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Also look here for B's repeat runs "
-                                                                        "(stability)."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Where the decision sheet goes (default: beside B)."),
-        seed: int = typer.Option(20260221, "--seed", help="The bootstrap's seed."),
-        resamples: int = typer.Option(10_000, "--resamples", help="The bootstrap's resamples."),
-        as_json: bool = typer.Option(False, "--json", help="Print the sheet as JSON on stdout."),
-    ) -> None:
-        """The A/B decision sheet and the promotion gates (exit 0 pass, 1 a gate fails, 2 not decision-grade)."""
-        from datetime import datetime, timezone
+    chosen = [name for name, on in (("quick", quick), ("full", full), ("targeted", bool(targeted))) if on]
+    if len(chosen) > 1:
+        raise fail(f"choose one of --quick, --full, --targeted (got {', '.join(chosen)})", EXIT_USAGE)
+    if intent not in ("gate", "smoke"):
+        raise fail(f"--intent must be gate or smoke, not {intent!r}", EXIT_USAGE)
+    mode = chosen[0] if chosen else "quick"
+    try:
+        base = load_config(config or state.config_path)
+        fixture = load_fixture(fixture_dir)
+        run = CalibrationRun(host=get_host(), base=base, fixture=fixture,
+                             profile=get_profile(profile, profiles_file),
+                             options=RunOptions(mode=mode, intent=intent, targeted=list(targeted),  # type: ignore[arg-type]
+                                                out_dir=out, concurrency=concurrency, max_tokens=max_tokens,
+                                                max_cost_usd=max_cost, baseline_runtime_s=baseline_runtime,
+                                                resume=resume, store_dir=store))
+    except UsageError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    except OraError as exc:
+        raise fail(str(exc)) from None
+    for warning in run.options_warnings:
+        echo_err(f"ora: {warning.severity}: {warning.line()}")
+    echo_err(f"ora calibrate: {len(run.pairs)} pair(s) ({mode}), profile {profile}, fixture {fixture.name} "
+             f"{fixture.version} ({fixture.content_hash}), run configuration {run.run_config.hash}; "
+             f"out {run.out_dir}")
+    if run.report.fixture_version_check:
+        echo_err(f"ora calibrate: warning: fixture: {run.report.fixture_version_check}")
+    progress = PairProgress(len(run.pairs))
+    run.on_event = progress.event
+    try:
+        with progress:
+            report = run.run()
+    except KeyboardInterrupt:
+        echo_err(f"ora calibrate: interrupted; the checkpoint {run.checkpoint} keeps every finished pair: "
+                 f"continue with `ora calibrate run --{mode} --intent {intent} --profile {profile} --resume`")
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    except OraError as exc:
+        raise fail(f"calibration run {run.run_id} stopped: {exc} (checkpoint: {run.checkpoint})") from None
+    written = write_reports(report, run.out_dir)
+    run.finish()
+    if as_json:
+        typer.echo(report.model_dump_json(by_alias=True, indent=2))
+    else:
+        for line in report_lines(report):
+            echo(line)
+    for fmt, path in written.files.items():
+        echo_err(f"ora calibrate: {fmt} report: {path}")
+    for fmt, why in written.problems.items():
+        echo_err(f"ora calibrate: {fmt} report not written: {why}")
+    if report.stopped is not None:
+        echo_err(f"ora calibrate: stopped ({report.stopped.reason}): {report.stopped.detail}; the checkpoint "
+                 f"{run.checkpoint} continues it with --resume")
+    if "json" not in written.files:
+        raise typer.Exit(EXIT_ERROR)
+    if intent == "gate" and not gate_passed(report):
+        raise typer.Exit(EXIT_ERROR)
 
-        from ora_core.engine.calibration.compare import compare
-        from ora_core.engine.calibration.report import write_compare
-        from ora_core.engine.calibration.runner import utc_stamp
-        from ora_core.kernel.errors import UsageError
 
-        try:
-            sheet = compare(a, b, approved_by=approved_by, note=note, runs_dir=runs_dir, seed=seed,
-                            resamples=resamples)
-        except UsageError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
-        target = (out.expanduser() if out is not None else b.expanduser().resolve().parent)
-        written = write_compare(sheet, target, f"compare-{utc_stamp(datetime.now(timezone.utc))}")
-        path = written.files["json"]
-        if as_json:
-            typer.echo(sheet.model_dump_json(by_alias=True, indent=2))
-        else:
-            for line in compare_lines(sheet):
-                echo(line)
-        echo_err(f"ora calibrate: decision sheet: {path}")
-        for fmt, where in written.files.items():
-            if fmt != "json":
-                echo_err(f"ora calibrate: decision sheet ({fmt}): {where}")
-        for fmt, why in written.problems.items():
-            echo_err(f"ora calibrate: the {fmt} decision sheet was not written: {why}")
-        if sheet.exit_code:
-            raise typer.Exit(sheet.exit_code)
+@group.command("compare")
+def calibrate_compare(
+    a: Path = typer.Argument(..., help="Run A (the reference), a run report .json."),
+    b: Path = typer.Argument(..., help="Run B (the candidate), a run report .json."),
+    approved_by: Optional[str] = typer.Option(None, "--approved-by", help="Who approves the decision memo."),
+    note: str = typer.Option("", "--note", help="A note for the memo."),
+    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help="Also look here for B's repeat runs "
+                                                                    "(stability)."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where the decision sheet goes (default: beside B)."),
+    seed: int = typer.Option(20260221, "--seed", help="The bootstrap's seed."),
+    resamples: int = typer.Option(10_000, "--resamples", help="The bootstrap's resamples."),
+    as_json: bool = typer.Option(False, "--json", help="Print the sheet as JSON on stdout."),
+) -> None:
+    """The A/B decision sheet and the promotion gates (exit 0 pass, 1 a gate fails, 2 not decision-grade)."""
+    from datetime import datetime, timezone
 
-    @group.command("list")
-    def calibrate_list(
-        profiles_file: Optional[Path] = typer.Option(None, "--profiles", help="A TOML file of extra profiles."),
-        fixture_dir: Optional[Path] = typer.Option(None, "--fixture", help="A fixture directory (default: bundled)."),
-    ) -> None:
-        """The fixture's pairs and the profiles."""
-        from ora_core.engine.calibration.fixture import check_version, load_fixture, select_pairs
-        from ora_core.engine.calibration.profiles import load_profiles
-        from ora_core.kernel.errors import OraError
+    from ora_core.engine.calibration.compare import compare
+    from ora_core.engine.calibration.report import write_compare
+    from ora_core.engine.calibration.runner import utc_stamp
+    from ora_core.kernel.errors import UsageError
 
-        try:
-            fixture = load_fixture(fixture_dir)
-            profiles = load_profiles(profiles_file)
-        except OraError as exc:
-            raise fail(str(exc)) from None
-        quick = {p.id for p in select_pairs(fixture, "quick")}
-        echo(f"fixture {fixture.name} {fixture.version} ({fixture.content_hash}) at {fixture.path}"
-             + (f"  WARNING: {check_version(fixture)}" if check_version(fixture) else ""))
-        for p in fixture.pairs:
-            classes = {c: sum(1 for n in p.notes if n.source_class == c) for c in ("institutional", "general")}
-            echo(f"  {p.id:<28} {p.language} {p.domain:<14} {p.pair_category:<16} {p.expected_skew:<13} "
-                 f"a={p.expected_asymmetry:g}{' inverse' if p.is_strict_inverse else ''}"
-                 f"{' quick' if p.id in quick else ''}  notes {len(p.notes)} ({classes['institutional']} inst., "
-                 f"{classes['general']} gen.)")
-        echo("profiles:")
-        for name, prof in profiles.items():
-            echo(f"  {name:<26} {prof.description}")
+    try:
+        sheet = compare(a, b, approved_by=approved_by, note=note, runs_dir=runs_dir, seed=seed,
+                        resamples=resamples)
+    except UsageError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    target = (out.expanduser() if out is not None else b.expanduser().resolve().parent)
+    written = write_compare(sheet, target, f"compare-{utc_stamp(datetime.now(timezone.utc))}")
+    path = written.files["json"]
+    if as_json:
+        typer.echo(sheet.model_dump_json(by_alias=True, indent=2))
+    else:
+        for line in compare_lines(sheet):
+            echo(line)
+    echo_err(f"ora calibrate: decision sheet: {path}")
+    for fmt, where in written.files.items():
+        if fmt != "json":
+            echo_err(f"ora calibrate: decision sheet ({fmt}): {where}")
+    for fmt, why in written.problems.items():
+        echo_err(f"ora calibrate: the {fmt} decision sheet was not written: {why}")
+    if sheet.exit_code:
+        raise typer.Exit(sheet.exit_code)
+
+
+@group.command("list")
+def calibrate_list(
+    profiles_file: Optional[Path] = typer.Option(None, "--profiles", help="A TOML file of extra profiles."),
+    fixture_dir: Optional[Path] = typer.Option(None, "--fixture", help="A fixture directory (default: bundled)."),
+) -> None:
+    """The fixture's pairs and the profiles."""
+    from ora_core.engine.calibration.fixture import check_version, load_fixture, select_pairs
+    from ora_core.engine.calibration.profiles import load_profiles
+    from ora_core.kernel.errors import OraError
+
+    try:
+        fixture = load_fixture(fixture_dir)
+        profiles = load_profiles(profiles_file)
+    except OraError as exc:
+        raise fail(str(exc)) from None
+    quick = {p.id for p in select_pairs(fixture, "quick")}
+    echo(f"fixture {fixture.name} {fixture.version} ({fixture.content_hash}) at {fixture.path}"
+         + (f"  WARNING: {check_version(fixture)}" if check_version(fixture) else ""))
+    for p in fixture.pairs:
+        classes = {c: sum(1 for n in p.notes if n.source_class == c) for c in ("institutional", "general")}
+        echo(f"  {p.id:<28} {p.language} {p.domain:<14} {p.pair_category:<16} {p.expected_skew:<13} "
+             f"a={p.expected_asymmetry:g}{' inverse' if p.is_strict_inverse else ''}"
+             f"{' quick' if p.id in quick else ''}  notes {len(p.notes)} ({classes['institutional']} inst., "
+             f"{classes['general']} gen.)")
+    echo("profiles:")
+    for name, prof in profiles.items():
+        echo(f"  {name:<26} {prof.description}")
 
 
 def gate_passed(report: Any) -> bool:

@@ -112,33 +112,33 @@ async def check_backends(config: Any, host: Any, names: list[str],
     return {name: redactor.error_data(mask_secrets(result)) for name, result in results.items()}
 
 
-def register(app: typer.Typer) -> None:
-    models_app = typer.Typer(help="Configured model backends.", no_args_is_help=True)
-    app.add_typer(models_app, name="models")
+#: ``ora models``: its commands below (the root app adds it: ``ora_core/cli/app.py``).
+group = typer.Typer(help="Configured model backends.", no_args_is_help=True)
 
-    @models_app.command("list")
-    def models_list(
-        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-        check: bool = typer.Option(False, "--check", help="Probe each backend (exit 1 if any is unreachable)."),
-    ) -> None:
-        """Every configured backend: type, model, family, the roles using it, the plugin behind it."""
-        import asyncio
 
-        from ora_core.cli.state import echo, get_config, get_host, state
+@group.command("list")
+def models_list(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    check: bool = typer.Option(False, "--check", help="Probe each backend (exit 1 if any is unreachable)."),
+) -> None:
+    """Every configured backend: type, model, family, the roles using it, the plugin behind it."""
+    import asyncio
 
-        resolved = get_config()
-        config, host = resolved.config, get_host()
-        rows = backend_rows(config, host)
-        if check:
-            checks = asyncio.run(check_backends(config, host, [r["backend"] for r in rows], state.redactor))
-            for row in rows:
-                row["check"] = checks[row["backend"]]
-        if as_json:
-            echo(json.dumps({"config_hash": resolved.hash, "backends": rows}, indent=2, default=str))
-        else:
-            _print_table(rows, check)
-        if check and any(r["check"]["reachable"] is False for r in rows):
-            raise typer.Exit(1)
+    from ora_core.cli.state import echo, get_config, get_host, state
+
+    resolved = get_config()
+    config, host = resolved.config, get_host()
+    rows = backend_rows(config, host)
+    if check:
+        checks = asyncio.run(check_backends(config, host, [r["backend"] for r in rows], state.redactor))
+        for row in rows:
+            row["check"] = checks[row["backend"]]
+    if as_json:
+        echo(json.dumps({"config_hash": resolved.hash, "backends": rows}, indent=2, default=str))
+    else:
+        _print_table(rows, check)
+    if check and any(r["check"]["reachable"] is False for r in rows):
+        raise typer.Exit(1)
 
 
 def _check_cell(check: dict[str, Any]) -> str:

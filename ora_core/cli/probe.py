@@ -25,95 +25,94 @@ import typer
 
 from ora_core.cli.state import EXIT_ERROR, EXIT_USAGE, fail, get_host, state
 
+#: ``ora probe``: its commands below (the root app adds it: ``ora_core/cli/app.py``).
+group = typer.Typer(help="Probes: prompts whose expected trace facts are checked against the trace on disk.",
+                    no_args_is_help=True)
 
-def register(app: typer.Typer) -> None:
-    """Add the ``probe`` group to ``app``."""
-    group = typer.Typer(help="Probes: prompts whose expected trace facts are checked against the trace on disk.",
-                        no_args_is_help=True)
-    app.add_typer(group, name="probe")
 
-    @group.command("list")
-    def probe_list(
-        dirs: list[Path] = typer.Option([], "--dir", help="Also read the probe files of this directory."),
-        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-    ) -> None:
-        """Every probe of every pack and directory, with what it checks (invalid files named)."""
-        from ora_core.engine.measure.probes import discover
+@group.command("list")
+def probe_list(
+    dirs: list[Path] = typer.Option([], "--dir", help="Also read the probe files of this directory."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+) -> None:
+    """Every probe of every pack and directory, with what it checks (invalid files named)."""
+    from ora_core.engine.measure.probes import discover
 
-        sources = discover(get_host(), dirs)
-        if as_json:
-            typer.echo(json.dumps([_listing(s) for s in sources], indent=2))
-        else:
-            for source in sources:
-                row = _listing(source)
-                if source.error:
-                    typer.echo(f"{row['id']:<36} INVALID  {source.error}")
-                    continue
-                flags = " [model-dependent]" if row["model_dependent"] else ""
-                overrides = ", ".join(f"{k}={v}" for k, v in row["overrides"].items())
-                typer.echo(f"{row['id']:<36} {row['facts']:>2} fact(s){flags}  {row['title']}"
-                           + (f"\n{'':<36} overrides: {overrides}" if overrides else ""))
-        if any(s.error for s in sources):
-            raise typer.Exit(EXIT_ERROR)
+    sources = discover(get_host(), dirs)
+    if as_json:
+        typer.echo(json.dumps([_listing(s) for s in sources], indent=2))
+    else:
+        for source in sources:
+            row = _listing(source)
+            if source.error:
+                typer.echo(f"{row['id']:<36} INVALID  {source.error}")
+                continue
+            flags = " [model-dependent]" if row["model_dependent"] else ""
+            overrides = ", ".join(f"{k}={v}" for k, v in row["overrides"].items())
+            typer.echo(f"{row['id']:<36} {row['facts']:>2} fact(s){flags}  {row['title']}"
+                       + (f"\n{'':<36} overrides: {overrides}" if overrides else ""))
+    if any(s.error for s in sources):
+        raise typer.Exit(EXIT_ERROR)
 
-    @group.command("run")
-    def probe_run(
-        ids: list[str] = typer.Argument(None, help="Probe ids to run (default: all)."),
-        config: Optional[str] = typer.Option(None, "--config", "-c", help="Configuration file to run on."),
-        dirs: list[Path] = typer.Option([], "--dir", help="Also read the probe files of this directory."),
-        out: Optional[Path] = typer.Option(None, "--out", help="Where the probes' traces go."),
-        as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-        junit: Optional[Path] = typer.Option(None, "--junit", help="Also write the report as JUnit XML here."),
-    ) -> None:
-        """Run probes; each ends PASS, FAIL (the fact named) or BROKEN (the error named)."""
-        from ora_core import __version__
-        from ora_core.engine.measure.probes import (
-            ProbeFileError,
-            ProbeRun,
-            counts_line,
-            default_out_dir,
-            discover,
-            junit_xml,
-            run_all,
-            select,
-        )
-        from ora_core.kernel.config import load_config
-        from ora_core.kernel.errors import OraError
 
-        config_path = config or state.config_path
+@group.command("run")
+def probe_run(
+    ids: list[str] = typer.Argument(None, help="Probe ids to run (default: all)."),
+    config: Optional[str] = typer.Option(None, "--config", "-c", help="Configuration file to run on."),
+    dirs: list[Path] = typer.Option([], "--dir", help="Also read the probe files of this directory."),
+    out: Optional[Path] = typer.Option(None, "--out", help="Where the probes' traces go."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Also write the report as JUnit XML here."),
+) -> None:
+    """Run probes; each ends PASS, FAIL (the fact named) or BROKEN (the error named)."""
+    from ora_core import __version__
+    from ora_core.engine.measure.probes import (
+        ProbeFileError,
+        ProbeRun,
+        counts_line,
+        default_out_dir,
+        discover,
+        junit_xml,
+        run_all,
+        select,
+    )
+    from ora_core.kernel.config import load_config
+    from ora_core.kernel.errors import OraError
+
+    config_path = config or state.config_path
+    try:
+        base = load_config(config_path)
+    except OraError as exc:
+        raise fail(f"the configuration does not load: {exc}") from None
+    host = get_host()
+    try:
+        sources = select(discover(host, dirs), ids or [])
+    except ProbeFileError as exc:
+        raise fail(str(exc), EXIT_USAGE) from None
+    if not sources:
+        raise fail("no probe to run: no probe pack is registered and no --dir was given "
+                   "(is the probes-default plugin disabled?)")
+    run = ProbeRun(host=host, config_path=config_path, out_dir=Path("."))
+    run.out_dir = (out.expanduser() if out is not None else default_out_dir(run.stamp))
+    typer.echo(f"ora probe: {len(sources)} probe(s) on configuration {base.hash} "
+               f"({'; '.join(base.sources)}); traces under {run.out_dir}", err=True)
+    with StepProgress(len(sources), "probes") as progress:
+        report = run_all(sources, run, on_start=lambda source, n: progress.start(source.id, n),
+                         on_event=progress.event,
+                         on_done=lambda r: progress.done(f"{r.outcome:<7} {r.id} ({r.duration_s:.1f} s)"),
+                         version=__version__, config_hash=base.hash, config_sources=base.sources)
+    if junit is not None:
         try:
-            base = load_config(config_path)
-        except OraError as exc:
-            raise fail(f"the configuration does not load: {exc}") from None
-        host = get_host()
-        try:
-            sources = select(discover(host, dirs), ids or [])
-        except ProbeFileError as exc:
-            raise fail(str(exc), EXIT_USAGE) from None
-        if not sources:
-            raise fail("no probe to run: no probe pack is registered and no --dir was given "
-                       "(is the probes-default plugin disabled?)")
-        run = ProbeRun(host=host, config_path=config_path, out_dir=Path("."))
-        run.out_dir = (out.expanduser() if out is not None else default_out_dir(run.stamp))
-        typer.echo(f"ora probe: {len(sources)} probe(s) on configuration {base.hash} "
-                   f"({'; '.join(base.sources)}); traces under {run.out_dir}", err=True)
-        with StepProgress(len(sources), "probes") as progress:
-            report = run_all(sources, run, on_start=lambda source, n: progress.start(source.id, n),
-                             on_event=progress.event,
-                             on_done=lambda r: progress.done(f"{r.outcome:<7} {r.id} ({r.duration_s:.1f} s)"),
-                             version=__version__, config_hash=base.hash, config_sources=base.sources)
-        if junit is not None:
-            try:
-                junit.expanduser().write_text(junit_xml(report), encoding="utf-8")
-            except OSError as exc:
-                raise fail(f"--junit {str(junit)!r} cannot be written: {exc}") from None
-        if as_json:
-            typer.echo(report.model_dump_json(indent=2))
-        else:
-            _print_report(report)
-        typer.echo(f"ora probe: {counts_line(report.counts)} in {report.duration_s:.1f} s", err=True)
-        if not report.ok:
-            raise typer.Exit(EXIT_ERROR)
+            junit.expanduser().write_text(junit_xml(report), encoding="utf-8")
+        except OSError as exc:
+            raise fail(f"--junit {str(junit)!r} cannot be written: {exc}") from None
+    if as_json:
+        typer.echo(report.model_dump_json(indent=2))
+    else:
+        _print_report(report)
+    typer.echo(f"ora probe: {counts_line(report.counts)} in {report.duration_s:.1f} s", err=True)
+    if not report.ok:
+        raise typer.Exit(EXIT_ERROR)
 
 
 def _listing(source: Any) -> dict[str, Any]:

@@ -91,66 +91,69 @@ def read_prompt(prompt: str | None, prompt_file: str | None, stdin: Any = None) 
     return prompt
 
 
-def register(app: typer.Typer) -> None:
-    @app.command()
-    def run(
-        prompt: Optional[str] = typer.Argument(
-            None, help="The prompt to answer; '-' reads it from standard input."),
-        prompt_file: Optional[str] = typer.Option(None, "--prompt-file", help="Read the prompt from this file "
-                                                  "(UTF-8)."),
-        as_json: bool = typer.Option(False, "--json", help="Print the result object as JSON."),
-        conversation: Optional[str] = typer.Option(None, "--conversation", help="Conversation id."),
-        mode: Optional[str] = typer.Option(None, "--mode", help="Force a mode (skips pre-routing)."),
-        best_guess: bool = typer.Option(
-            False, "--best-guess", help="Continue on the best candidate mode instead of asking."
-        ),
-        inject: Optional[str] = typer.Option(None, "--inject", help="Fault-injection mode (tests, benches)."),
-        progress: bool = typer.Option(True, "--progress/--no-progress",
-                                      help="Print each step on stderr as it runs."),
-        ask: Optional[bool] = typer.Option(
-            None, "--ask/--no-ask", help="Ask a pending clarification here and continue with the answer "
-            "(default: when standard input and output are a terminal and --json is off)."),
-    ) -> None:
-        """Run one turn on the configured pipeline; print the answer, its status and its trace."""
-        from ora_core.engine.app import Ora, check_prompt
-        from ora_core.engine.faults import resolve_injector
+#: ``ora run`` (a group without a name of its own: the root app merges its command).
+commands = typer.Typer()
 
-        try:
-            prompt = check_prompt(read_prompt(prompt, prompt_file))
-        except UsageError as exc:
-            raise fail(str(exc), code=EXIT_USAGE) from None
-        try:
-            ora = Ora(host=get_host(), config=get_config())  # plugin and backend options checked here
-        except OraError as exc:
-            raise fail(str(exc)) from None
-        if inject:
-            try:
-                resolve_injector(ora.host, inject)
-            except OraError as exc:
-                raise fail(str(exc), code=EXIT_USAGE) from None
-        options = {"conversation_id": conversation, "mode": mode, "best_guess": best_guess, "inject": inject}
-        try:
-            import asyncio  # here, not at import: `ora --help` does not need it
 
-            result = asyncio.run(_consume(ora, prompt, progress, **options))
-            interactive = ask if ask is not None else (not as_json and sys.stdin.isatty() and sys.stdout.isatty())
-            if result.status == "needs_clarification" and interactive and result.options:
-                answer = ask_clarification(result)
-                if answer is not None:
-                    result = asyncio.run(_consume(ora, prompt, progress, **{**options, "mode": None},
-                                                  clarification=answer))
-        except UsageError as exc:
-            raise fail(str(exc), code=EXIT_USAGE) from None
+@commands.command("run")
+def run(
+    prompt: Optional[str] = typer.Argument(
+        None, help="The prompt to answer; '-' reads it from standard input."),
+    prompt_file: Optional[str] = typer.Option(None, "--prompt-file", help="Read the prompt from this file "
+                                              "(UTF-8)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the result object as JSON."),
+    conversation: Optional[str] = typer.Option(None, "--conversation", help="Conversation id."),
+    mode: Optional[str] = typer.Option(None, "--mode", help="Force a mode (skips pre-routing)."),
+    best_guess: bool = typer.Option(
+        False, "--best-guess", help="Continue on the best candidate mode instead of asking."
+    ),
+    inject: Optional[str] = typer.Option(None, "--inject", help="Fault-injection mode (tests, benches)."),
+    progress: bool = typer.Option(True, "--progress/--no-progress",
+                                  help="Print each step on stderr as it runs."),
+    ask: Optional[bool] = typer.Option(
+        None, "--ask/--no-ask", help="Ask a pending clarification here and continue with the answer "
+        "(default: when standard input and output are a terminal and --json is off)."),
+) -> None:
+    """Run one turn on the configured pipeline; print the answer, its status and its trace."""
+    from ora_core.engine.app import Ora, check_prompt
+    from ora_core.engine.faults import resolve_injector
+
+    try:
+        prompt = check_prompt(read_prompt(prompt, prompt_file))
+    except UsageError as exc:
+        raise fail(str(exc), code=EXIT_USAGE) from None
+    try:
+        ora = Ora(host=get_host(), config=get_config())  # plugin and backend options checked here
+    except OraError as exc:
+        raise fail(str(exc)) from None
+    if inject:
+        try:
+            resolve_injector(ora.host, inject)
         except OraError as exc:
-            raise fail(str(exc)) from None
-        if as_json:
-            echo(result.model_dump_json(indent=2))
-        else:
-            print_result(result)
-        if result.status == "needs_clarification":
-            raise typer.Exit(EXIT_NEEDS_CLARIFICATION)
-        if result.status == "halted":
-            raise typer.Exit(EXIT_HALTED)
+            raise fail(str(exc), code=EXIT_USAGE) from None
+    options = {"conversation_id": conversation, "mode": mode, "best_guess": best_guess, "inject": inject}
+    try:
+        import asyncio  # here, not at import: `ora --help` does not need it
+
+        result = asyncio.run(_consume(ora, prompt, progress, **options))
+        interactive = ask if ask is not None else (not as_json and sys.stdin.isatty() and sys.stdout.isatty())
+        if result.status == "needs_clarification" and interactive and result.options:
+            answer = ask_clarification(result)
+            if answer is not None:
+                result = asyncio.run(_consume(ora, prompt, progress, **{**options, "mode": None},
+                                              clarification=answer))
+    except UsageError as exc:
+        raise fail(str(exc), code=EXIT_USAGE) from None
+    except OraError as exc:
+        raise fail(str(exc)) from None
+    if as_json:
+        echo(result.model_dump_json(indent=2))
+    else:
+        print_result(result)
+    if result.status == "needs_clarification":
+        raise typer.Exit(EXIT_NEEDS_CLARIFICATION)
+    if result.status == "halted":
+        raise typer.Exit(EXIT_HALTED)
 
 
 def ask_clarification(result: Any) -> Any:

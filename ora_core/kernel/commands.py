@@ -7,9 +7,14 @@ configuration then, on first use, so a plugin never imports the CLI to find it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ora_core.kernel.errors import OraError
+
+if TYPE_CHECKING:
+    import typer
+
+    from ora_core.kernel.plugins import PluginHost
 
 
 class CommandFailed(Exception):  # noqa: N818 - the CLI turns it into "ora: <message>" and the exit code
@@ -30,13 +35,13 @@ class CommandContext:
     ``app``, the root ``typer.Typer`` (the command line passes it).
     """
 
-    def __init__(self, host: Any, load_config: Callable[[], Any], *, app: Any = None) -> None:
+    def __init__(self, host: PluginHost, load_config: Callable[[], Any], *, app: typer.Typer | None = None) -> None:
         self.host = host
         self._load_config = load_config
         self._app = app
-        self._groups: dict[str, Any] = {}
+        self._groups: dict[str, typer.Typer] = {}
 
-    def group(self, name: str, help: str = "") -> Any:  # noqa: A002 - typer's own word for it
+    def group(self, name: str, help: str = "") -> typer.Typer:  # noqa: A002 - typer's own word for it
         """The ``typer.Typer`` of ``ora <name>``, shared: created and added to the root app on the first
         request (``help`` is its help then), the same object for every later one, so two plugins'
         commands land in one group whichever registers first. A group already on the root app under

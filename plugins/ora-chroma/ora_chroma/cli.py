@@ -1,15 +1,24 @@
-"""``ora vault add | sync | stats | search``. Heavy imports happen inside the commands."""
+"""``ora vault add | sync | stats | search``. Heavy imports happen inside the commands.
+
+The commands are defined here, at module level, on ``vault`` (the ``ora vault`` group, added to the
+root app by ``register``); they run on the ``CommandContext`` ``register`` was given."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+if TYPE_CHECKING:
+    from ora_core.api import CommandContext
+
 STREAMS = ("concept", "relationship", "conversation")
+
+#: ``ora vault``: its commands below.
+vault = typer.Typer(help="The knowledge vault: ingest notes into Chroma, search them.", no_args_is_help=True)
 
 
 def _fail(message: str) -> typer.Exit:
@@ -18,10 +27,17 @@ def _fail(message: str) -> typer.Exit:
 
 
 #: The ``CommandContext`` the commands run on (``ora_register_commands(cli, ora)``).
-_ora: Any = None
+_ora: CommandContext | None = None
 
 
-def _command_context() -> Any:
+def register(cli: typer.Typer, ora: CommandContext) -> None:
+    """Add ``ora vault`` to ``cli``, its commands run on ``ora``."""
+    global _ora
+    _ora = ora
+    cli.add_typer(vault, name="vault")
+
+
+def _command_context() -> CommandContext:
     if _ora is None:
         raise _fail("the vault commands were registered without a command context")
     return _ora
@@ -61,7 +77,7 @@ def _store(config: Any) -> Any:
 
 
 @contextmanager
-def _progress(enabled: bool) -> Iterator[Any]:
+def _progress(enabled: bool) -> Iterator[Callable[[int, int], None] | None]:
     """A rich progress bar on stderr, driven by ``(done, total)`` calls."""
     if not enabled:
         yield None
@@ -100,117 +116,113 @@ def _print_report(report: Any, verb: str) -> None:
         typer.echo(f"  removed: {source}")
 
 
-def register(cli: typer.Typer, ora: Any) -> None:
-    global _ora
-    _ora = ora
-    vault = typer.Typer(help="The knowledge vault: ingest notes into Chroma, search them.",
-                        no_args_is_help=True)
-    cli.add_typer(vault, name="vault")
+@vault.command("add")
+def add(
+    paths: list[str] = typer.Argument(..., help="Markdown/text files or directories of notes."),
+    as_json: bool = typer.Option(False, "--json", help="Print the ingest report as JSON."),
+    strict: bool = typer.Option(False, "--strict", help="Exit 1 when any file was skipped."),
+) -> None:
+    """Ingest notes (idempotent: unchanged chunks are skipped, changed files replaced)."""
+    from ora_core.api import OraError
 
-    @vault.command("add")
-    def add(
-        paths: list[str] = typer.Argument(..., help="Markdown/text files or directories of notes."),
-        as_json: bool = typer.Option(False, "--json", help="Print the ingest report as JSON."),
-        strict: bool = typer.Option(False, "--strict", help="Exit 1 when any file was skipped."),
-    ) -> None:
-        """Ingest notes (idempotent: unchanged chunks are skipped, changed files replaced)."""
-        from ora_core.api import OraError
+    from .ingest import Ingestor
 
-        from .ingest import Ingestor
+    ctx = _context()
+    store = _store(ctx.config)
+    embedder = _embedder(ctx)
+    try:
+        with _progress(not as_json) as progress:
+            report = Ingestor(store, embedder, progress).add(paths)
+    except OraError as exc:
+        raise _fail(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - Chroma/model failures, named and fatal here
+        raise _fail(f"ingest into {store.location.label} failed: {type(exc).__name__}: {exc}") from None
+    _emit(report, as_json, "added")
+    if strict and report.skipped:
+        raise typer.Exit(1)
 
-        ctx = _context()
-        store = _store(ctx.config)
-        embedder = _embedder(ctx)
-        try:
-            with _progress(not as_json) as progress:
-                report = Ingestor(store, embedder, progress).add(paths)
-        except OraError as exc:
-            raise _fail(str(exc)) from None
-        except Exception as exc:  # noqa: BLE001 - Chroma/model failures, named and fatal here
-            raise _fail(f"ingest into {store.location.label} failed: {type(exc).__name__}: {exc}") from None
-        _emit(report, as_json, "added")
-        if strict and report.skipped:
-            raise typer.Exit(1)
 
-    @vault.command("sync")
-    def sync(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
-        """Re-ingest changed files under the ingested roots; remove deleted files' chunks."""
-        from ora_core.api import OraError
+@vault.command("sync")
+def sync(as_json: bool = typer.Option(False, "--json", help="Print the report as JSON.")) -> None:
+    """Re-ingest changed files under the ingested roots; remove deleted files' chunks."""
+    from ora_core.api import OraError
 
-        from .ingest import Ingestor
+    from .ingest import Ingestor
 
-        ctx = _context()
-        store = _store(ctx.config)
-        embedder = _embedder(ctx)
-        try:
-            with _progress(not as_json) as progress:
-                report = Ingestor(store, embedder, progress).sync()
-        except OraError as exc:
-            raise _fail(str(exc)) from None
-        except Exception as exc:  # noqa: BLE001 - Chroma/model failures, named and fatal here
-            raise _fail(f"sync of {store.location.label} failed: {type(exc).__name__}: {exc}") from None
-        _emit(report, as_json, "synced")
+    ctx = _context()
+    store = _store(ctx.config)
+    embedder = _embedder(ctx)
+    try:
+        with _progress(not as_json) as progress:
+            report = Ingestor(store, embedder, progress).sync()
+    except OraError as exc:
+        raise _fail(str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - Chroma/model failures, named and fatal here
+        raise _fail(f"sync of {store.location.label} failed: {type(exc).__name__}: {exc}") from None
+    _emit(report, as_json, "synced")
 
-    @vault.command("stats")
-    def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
-        """Chunks, files, types, links and roots of the vault."""
-        from .ingest import vault_stats
 
-        config = _config()
-        store = _store(config)
-        try:
-            data = vault_stats(store)
-        except Exception as exc:  # noqa: BLE001 - named and fatal here
-            raise _fail(f"cannot read {store.location.label}: {type(exc).__name__}: {exc}") from None
-        if as_json:
-            typer.echo(json.dumps(data, indent=2))
-            return
-        typer.echo(f"store:        {data['store']} ({data['mode']})")
-        typer.echo(f"collection:   {data['collection']}: {data['chunks']} chunk(s) from {data['files']} file(s), "
-                   f"{data['approved_chunks']} approved")
-        typer.echo("types:        " + (", ".join(f"{k} {v}" for k, v in data["by_type"].items()) or "-"))
-        typer.echo("source types: " + (", ".join(f"{k} {v}" for k, v in data["by_source_type"].items()) or "-"))
-        typer.echo(f"links:        {data['links']} resolved, {data['dangling_links']} dangling")
-        typer.echo("roots:        " + (", ".join(data["roots"]) or "-"))
-        typer.echo(f"last ingest:  {data['last_ingest'] or '-'}")
-        typer.echo(f"conversation memory: {data['conversation_chunks']} chunk(s)")
+@vault.command("stats")
+def stats(as_json: bool = typer.Option(False, "--json", help="Print JSON.")) -> None:
+    """Chunks, files, types, links and roots of the vault."""
+    from .ingest import vault_stats
 
-    @vault.command("search")
-    def search(
-        query: str = typer.Argument(..., help="What to look for."),
-        k: Optional[int] = typer.Option(None, "-k", help="How many chunks (default: retrieval.k)."),
-        stream: str = typer.Option("concept", "--stream", help="concept | relationship | conversation."),
-        types: list[str] = typer.Option([], "--type", help="Only chunks of this type (repeatable)."),
-        source_types: list[str] = typer.Option([], "--source-type", help="Only this source type (repeatable)."),
-        approved_only: bool = typer.Option(False, "--approved-only", help="Only approved sources."),
-        min_score: Optional[float] = typer.Option(None, "--min-score", help="Similarity floor, this search."),
-        conversation: Optional[str] = typer.Option(None, "--conversation",
-                                                   help="Conversation id (stream conversation)."),
-        as_json: bool = typer.Option(False, "--json", help="Print the Retrieval as JSON."),
-    ) -> None:
-        """Search the vault; print chunks with their provenance and scores."""
-        from ora_core.api import OraError, RetrievalFilters
+    config = _config()
+    store = _store(config)
+    try:
+        data = vault_stats(store)
+    except Exception as exc:  # noqa: BLE001 - named and fatal here
+        raise _fail(f"cannot read {store.location.label}: {type(exc).__name__}: {exc}") from None
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    typer.echo(f"store:        {data['store']} ({data['mode']})")
+    typer.echo(f"collection:   {data['collection']}: {data['chunks']} chunk(s) from {data['files']} file(s), "
+               f"{data['approved_chunks']} approved")
+    typer.echo("types:        " + (", ".join(f"{k} {v}" for k, v in data["by_type"].items()) or "-"))
+    typer.echo("source types: " + (", ".join(f"{k} {v}" for k, v in data["by_source_type"].items()) or "-"))
+    typer.echo(f"links:        {data['links']} resolved, {data['dangling_links']} dangling")
+    typer.echo("roots:        " + (", ".join(data["roots"]) or "-"))
+    typer.echo(f"last ingest:  {data['last_ingest'] or '-'}")
+    typer.echo(f"conversation memory: {data['conversation_chunks']} chunk(s)")
 
-        from .retrievers import ConceptRetriever, ConversationRetriever, RelationshipRetriever
 
-        if stream not in STREAMS:
-            raise _fail(f"--stream must be one of {', '.join(STREAMS)}, got {stream!r}")
-        ctx = _context()
-        config = ctx.config
-        _embedder(ctx)  # an unknown embedding.embedder is named here, even when the vault is empty
-        ctx.conversation_id = conversation or config.pipeline.conversation_id
-        retriever = {"concept": ConceptRetriever, "relationship": RelationshipRetriever,
-                     "conversation": ConversationRetriever}[stream]()
-        filters = RetrievalFilters(types=types, source_types=source_types, approved_only=approved_only,
-                                   min_score=min_score)
-        try:
-            result = retriever.retrieve(query, filters, k or config.retrieval.k, ctx)
-        except OraError as exc:
-            raise _fail(str(exc)) from None
-        if as_json:
-            typer.echo(result.model_dump_json(indent=2))
-            return
-        _print_retrieval(result)
+@vault.command("search")
+def search(
+    query: str = typer.Argument(..., help="What to look for."),
+    k: Optional[int] = typer.Option(None, "-k", help="How many chunks (default: retrieval.k)."),
+    stream: str = typer.Option("concept", "--stream", help="concept | relationship | conversation."),
+    types: list[str] = typer.Option([], "--type", help="Only chunks of this type (repeatable)."),
+    source_types: list[str] = typer.Option([], "--source-type", help="Only this source type (repeatable)."),
+    approved_only: bool = typer.Option(False, "--approved-only", help="Only approved sources."),
+    min_score: Optional[float] = typer.Option(None, "--min-score", help="Similarity floor, this search."),
+    conversation: Optional[str] = typer.Option(None, "--conversation",
+                                               help="Conversation id (stream conversation)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the Retrieval as JSON."),
+) -> None:
+    """Search the vault; print chunks with their provenance and scores."""
+    from ora_core.api import OraError, RetrievalFilters
+
+    from .retrievers import ConceptRetriever, ConversationRetriever, RelationshipRetriever
+
+    if stream not in STREAMS:
+        raise _fail(f"--stream must be one of {', '.join(STREAMS)}, got {stream!r}")
+    ctx = _context()
+    config = ctx.config
+    _embedder(ctx)  # an unknown embedding.embedder is named here, even when the vault is empty
+    ctx.conversation_id = conversation or config.pipeline.conversation_id
+    retriever = {"concept": ConceptRetriever, "relationship": RelationshipRetriever,
+                 "conversation": ConversationRetriever}[stream]()
+    filters = RetrievalFilters(types=types, source_types=source_types, approved_only=approved_only,
+                               min_score=min_score)
+    try:
+        result = retriever.retrieve(query, filters, k or config.retrieval.k, ctx)
+    except OraError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+        return
+    _print_retrieval(result)
 
 
 def _emit(report: Any, as_json: bool, verb: str) -> None:

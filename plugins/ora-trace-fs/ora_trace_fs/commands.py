@@ -1,27 +1,52 @@
 """``ora trace ls``, ``ora trace show [TURN]``, ``ora trace view [TURN]``, ``ora trace calls [TURN]``,
-``ora trace replay [TURN] --step S --call N`` and ``ora health [--html]``."""
+``ora trace replay [TURN] --step S --call N`` and ``ora health [--html]``.
+
+The commands are defined here, at module level: the ``trace`` ones on ``trace_commands``, merged by
+``register`` into the ``ora trace`` group the trace plugins share (``ora.group("trace")``), and
+``health`` on ``root_commands``, merged into ``ora`` itself. They run on the ``CommandContext``
+``register`` was given."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-ROOT_HELP = "Trace root (default: trace.root of the configuration)."
+if TYPE_CHECKING:
+    from ora_core.api import CommandContext
 
+ROOT_HELP = "Trace root (default: trace.root of the configuration)."
+TRACE_HELP = "The forensic trace: turns and their model calls."
+
+#: ``ora trace ls|show|view|calls|replay`` (merged into the shared ``trace`` group by ``register``).
+trace_commands = typer.Typer()
+#: ``ora health`` (merged into the root app by ``register``).
+root_commands = typer.Typer()
 
 #: The ``CommandContext`` the commands run on (``ora_register_commands(cli, ora)``).
-_ora: Any = None
+_ora: CommandContext | None = None
+
+
+def register(cli: typer.Typer, ora: CommandContext) -> None:
+    """Put the ``trace`` commands in ``ora trace`` (``ora.group``) and ``health`` on ``cli``, run on ``ora``."""
+    global _ora
+    _ora = ora
+    ora.group("trace", help=TRACE_HELP).add_typer(trace_commands)
+    cli.add_typer(root_commands)
+
+
+def _context() -> CommandContext:
+    if _ora is None:
+        raise _fail("the trace commands were registered without a command context")
+    return _ora
 
 
 def _root(root: Optional[str]) -> Path:
     if root:
         return Path(root).expanduser()
-    if _ora is None:
-        raise _fail("the trace commands were registered without a command context")
-    return Path(_ora.config().config.trace.resolved_root())
+    return Path(_context().config().config.trace.resolved_root())
 
 
 def _fail(message: str) -> typer.Exit:
@@ -35,182 +60,183 @@ def _console() -> Any:
     return Console(width=max(120, Console().width))
 
 
-def register(cli: typer.Typer, ora: Any) -> None:
-    global _ora
-    _ora = ora
-    trace_app = ora.group("trace", help="The forensic trace: turns and their model calls.")
+@trace_commands.command("ls")
+def trace_ls(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    limit: int = typer.Option(20, "--limit", "-n", min=1, help="At most this many turns, newest first."),
+    conversation: Optional[str] = typer.Option(None, "--conversation", help="Only this conversation."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only turns since 7d, 12h, or an ISO date."),
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """List traced turns, newest first."""
+    from .reading import TraceReadError, list_turns, parse_since
 
-    @trace_app.command("ls")
-    def trace_ls(
-        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-        limit: int = typer.Option(20, "--limit", "-n", min=1, help="At most this many turns, newest first."),
-        conversation: Optional[str] = typer.Option(None, "--conversation", help="Only this conversation."),
-        since: Optional[str] = typer.Option(None, "--since", help="Only turns since 7d, 12h, or an ISO date."),
-        root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
-    ) -> None:
-        """List traced turns, newest first."""
-        from .reading import TraceReadError, list_turns, parse_since
+    base = _root(root)
+    try:
+        turns = list_turns(base, conversation=conversation, since=parse_since(since))[:limit]
+    except TraceReadError as exc:
+        raise _fail(str(exc)) from None
+    rows = [t.as_row() for t in turns]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        typer.echo(f"no traced turns under {base}")
+        return
+    from rich.table import Table
 
-        base = _root(root)
-        try:
-            turns = list_turns(base, conversation=conversation, since=parse_since(since))[:limit]
-        except TraceReadError as exc:
-            raise _fail(str(exc)) from None
-        rows = [t.as_row() for t in turns]
-        if as_json:
-            typer.echo(json.dumps(rows, indent=2))
-            return
-        if not rows:
-            typer.echo(f"no traced turns under {base}")
-            return
-        from rich.table import Table
+    table = Table(title=f"Traced turns under {base}")
+    for col in ("turn", "conversation", "status", "mode", "gear", "contingencies", "prompt"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        prompt = r["prompt"] if len(r["prompt"]) <= 50 else r["prompt"][:47] + "..."
+        table.add_row(r["turn_id"], r["conversation_id"], str(r["status"]), str(r["mode"] or "-"),
+                      str(r["gear"] or "-"), str(r["contingencies"]), prompt)
+    _console().print(table)
 
-        table = Table(title=f"Traced turns under {base}")
-        for col in ("turn", "conversation", "status", "mode", "gear", "contingencies", "prompt"):
-            table.add_column(col, overflow="fold")
-        for r in rows:
-            prompt = r["prompt"] if len(r["prompt"]) <= 50 else r["prompt"][:47] + "..."
-            table.add_row(r["turn_id"], r["conversation_id"], str(r["status"]), str(r["mode"] or "-"),
-                          str(r["gear"] or "-"), str(r["contingencies"]), prompt)
-        _console().print(table)
 
-    @trace_app.command("show")
-    def trace_show(
-        turn: Optional[str] = typer.Argument(None, help="Turn id, unique prefix, or directory (default: latest)."),
-        as_json: bool = typer.Option(False, "--json", help="Print the turn's files as JSON."),
-        brief: bool = typer.Option(False, "--brief", help="Only the summary and the step table."),
-        root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
-    ) -> None:
-        """Render one traced turn in the terminal (the latest by default)."""
-        from .reading import TraceReadError, find_turn, load_turn
+@trace_commands.command("show")
+def trace_show(
+    turn: Optional[str] = typer.Argument(None, help="Turn id, unique prefix, or directory (default: latest)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the turn's files as JSON."),
+    brief: bool = typer.Option(False, "--brief", help="Only the summary and the step table."),
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Render one traced turn in the terminal (the latest by default)."""
+    from .reading import TraceReadError, find_turn, load_turn
 
-        try:
-            data = load_turn(find_turn(_root(root), turn))
-        except TraceReadError as exc:
-            raise _fail(str(exc)) from None
-        if as_json:
-            typer.echo(json.dumps(data, indent=2, default=str))
-            return
-        _render_turn(data, brief=brief)
+    try:
+        data = load_turn(find_turn(_root(root), turn))
+    except TraceReadError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps(data, indent=2, default=str))
+        return
+    _render_turn(data, brief=brief)
 
-    @trace_app.command("view")
-    def trace_view(
-        turn: Optional[str] = typer.Argument(None, help="Turn id, unique prefix, or directory (default: latest)."),
-        output: Optional[str] = typer.Option(None, "--output", "-o",
-                                             help="Where to write the page (default: view.html in the turn's "
-                                                  "directory)."),
-        open_page: bool = typer.Option(False, "--open", help="Open the page in the browser."),
-        root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
-    ) -> None:
-        """Write one traced turn as a self-contained HTML page (failure first) and print its path."""
-        from .reading import TraceReadError, find_turn
-        from .views import write_page
-        from .views.dashboard import VIEW_NAME
-        from .views.turn import render_turn_view
 
-        try:
-            path = find_turn(_root(root), turn)
-            html = render_turn_view(path)
-        except TraceReadError as exc:
-            raise _fail(str(exc)) from None
-        target = Path(output).expanduser() if output else path / VIEW_NAME
-        try:
-            write_page(target, html)
-        except OSError as exc:
-            raise _fail(f"cannot write {target}: {type(exc).__name__}: {exc}") from None
-        typer.echo(str(target))
-        if open_page:
-            _open_in_browser(target)
+@trace_commands.command("view")
+def trace_view(
+    turn: Optional[str] = typer.Argument(None, help="Turn id, unique prefix, or directory (default: latest)."),
+    output: Optional[str] = typer.Option(None, "--output", "-o",
+                                         help="Where to write the page (default: view.html in the turn's "
+                                              "directory)."),
+    open_page: bool = typer.Option(False, "--open", help="Open the page in the browser."),
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Write one traced turn as a self-contained HTML page (failure first) and print its path."""
+    from .reading import TraceReadError, find_turn
+    from .views import write_page
+    from .views.dashboard import VIEW_NAME
+    from .views.turn import render_turn_view
 
-    @trace_app.command("calls")
-    def trace_calls(
-        turn: Optional[str] = typer.Argument(None, help="Turn id, unique prefix, or directory (default: latest)."),
-        step: Optional[str] = typer.Option(None, "--step", "-s", help="Only this step's calls."),
-        as_json: bool = typer.Option(False, "--json", help="Print every call whole (messages and output) as JSON."),
-        root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
-    ) -> None:
-        """List a turn's model calls: step, number, role, backend, why, finish reason, tokens, latency."""
-        from .calls import CallLookupError, turn_calls
+    try:
+        path = find_turn(_root(root), turn)
+        html = render_turn_view(path)
+    except TraceReadError as exc:
+        raise _fail(str(exc)) from None
+    target = Path(output).expanduser() if output else path / VIEW_NAME
+    try:
+        write_page(target, html)
+    except OSError as exc:
+        raise _fail(f"cannot write {target}: {type(exc).__name__}: {exc}") from None
+    typer.echo(str(target))
+    if open_page:
+        _open_in_browser(target)
 
-        try:
-            path, calls = turn_calls(_root(root), turn, step)
-        except CallLookupError as exc:
-            raise _fail(str(exc)) from None
-        if as_json:
-            typer.echo(json.dumps(calls, indent=2, ensure_ascii=False))
-            return
-        if not calls:
-            typer.echo(f"no model calls in {path}" + (f" step {step!r}" if step else ""))
-            return
-        _print_calls(path, calls)
 
-    @trace_app.command("replay")
-    def trace_replay(
-        turn: Optional[str] = typer.Argument(None, help="Turn id, unique prefix, or directory (default: latest)."),
-        step: str = typer.Option(..., "--step", "-s", help="The step whose call to re-send."),
-        call: int = typer.Option(..., "--call", "-n", min=1, help="The call's number within the step "
-                                                                  "(`ora trace calls` lists them)."),
-        backend: Optional[str] = typer.Option(None, "--backend", help="A configured backend to send it to (default: "
-                                                                      "the one the configuration names for the "
-                                                                      "call's role)."),
-        as_json: bool = typer.Option(False, "--json", help="Print the recorded and the new call as JSON."),
-        root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
-    ) -> None:
-        """Re-send one recorded model call and print the new output beside the recorded one."""
-        from ora_core.api import Ora, OraError
+@trace_commands.command("calls")
+def trace_calls(
+    turn: Optional[str] = typer.Argument(None, help="Turn id, unique prefix, or directory (default: latest)."),
+    step: Optional[str] = typer.Option(None, "--step", "-s", help="Only this step's calls."),
+    as_json: bool = typer.Option(False, "--json", help="Print every call whole (messages and output) as JSON."),
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """List a turn's model calls: step, number, role, backend, why, finish reason, tokens, latency."""
+    from .calls import CallLookupError, turn_calls
 
-        from .calls import CallLookupError, find_call
+    try:
+        path, calls = turn_calls(_root(root), turn, step)
+    except CallLookupError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        typer.echo(json.dumps(calls, indent=2, ensure_ascii=False))
+        return
+    if not calls:
+        typer.echo(f"no model calls in {path}" + (f" step {step!r}" if step else ""))
+        return
+    _print_calls(path, calls)
 
-        try:
-            _, record = find_call(_root(root), turn, step, call)
-        except CallLookupError as exc:
-            raise _fail(str(exc)) from None
-        try:
-            result = Ora(host=_ora.host, config=_ora.config()).replay_call(record, backend=backend)
-        except OraError as exc:
-            raise _fail(str(exc)) from None
-        if as_json:
-            typer.echo(result.model_dump_json(indent=2))
-        else:
-            _print_replay(result)
-        if result.error:
-            raise typer.Exit(1)
 
-    @cli.command("health")
-    def health(
-        as_json: bool = typer.Option(False, "--json", help="Print JSON."),
-        since: Optional[str] = typer.Option(None, "--since", help="Only turns since 7d, 12h, or an ISO date."),
-        html: bool = typer.Option(False, "--html", help="Write the dashboard (one HTML file) and print its path."),
-        output: Optional[str] = typer.Option(None, "--output", "-o",
-                                             help="Where --html writes (default: health.html in the trace root)."),
-        limit: int = typer.Option(500, "--limit", "-n", min=1, help="--html: turns in the listing, newest first."),
-        views: bool = typer.Option(False, "--views", help="--html: also render the view of each listed turn that "
-                                                         "has none."),
-        rebuild_index: bool = typer.Option(False, "--rebuild-index",
-                                           help="Read every turn from its files and rewrite the index."),
-        open_page: bool = typer.Option(False, "--open", help="--html: open the dashboard in the browser."),
-        root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
-    ) -> None:
-        """Step health over many turns: runs, pass, fail, broken, degraded %, latency, top contingencies;
-        turns still open counted apart (running, interrupted). --html: the dashboard."""
-        from .reading import TraceReadError, aggregate_health, parse_since
+@trace_commands.command("replay")
+def trace_replay(
+    turn: Optional[str] = typer.Argument(None, help="Turn id, unique prefix, or directory (default: latest)."),
+    step: str = typer.Option(..., "--step", "-s", help="The step whose call to re-send."),
+    call: int = typer.Option(..., "--call", "-n", min=1, help="The call's number within the step "
+                                                              "(`ora trace calls` lists them)."),
+    backend: Optional[str] = typer.Option(None, "--backend", help="A configured backend to send it to (default: "
+                                                                  "the one the configuration names for the "
+                                                                  "call's role)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the recorded and the new call as JSON."),
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Re-send one recorded model call and print the new output beside the recorded one."""
+    from ora_core.api import Ora, OraError
 
-        base = _root(root)
-        try:
-            since_at = parse_since(since)
-        except TraceReadError as exc:
-            raise _fail(str(exc)) from None
-        if html:
-            _write_dashboard(base, since_at, output, limit=limit, views=views, rebuild=rebuild_index,
-                             open_page=open_page)
-            return
-        report = aggregate_health(base, since=since_at, rebuild_index=rebuild_index)
-        for note in (report.get("index") or {}).get("notes", []):
-            typer.echo(f"ora: index: {note}", err=True)
-        if as_json:
-            typer.echo(json.dumps(report, indent=2))
-            return
-        _render_health(report)
+    from .calls import CallLookupError, find_call
+
+    try:
+        _, record = find_call(_root(root), turn, step, call)
+    except CallLookupError as exc:
+        raise _fail(str(exc)) from None
+    ora = _context()
+    try:
+        result = Ora(host=ora.host, config=ora.config()).replay_call(record, backend=backend)
+    except OraError as exc:
+        raise _fail(str(exc)) from None
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+    else:
+        _print_replay(result)
+    if result.error:
+        raise typer.Exit(1)
+
+
+@root_commands.command("health")
+def health(
+    as_json: bool = typer.Option(False, "--json", help="Print JSON."),
+    since: Optional[str] = typer.Option(None, "--since", help="Only turns since 7d, 12h, or an ISO date."),
+    html: bool = typer.Option(False, "--html", help="Write the dashboard (one HTML file) and print its path."),
+    output: Optional[str] = typer.Option(None, "--output", "-o",
+                                         help="Where --html writes (default: health.html in the trace root)."),
+    limit: int = typer.Option(500, "--limit", "-n", min=1, help="--html: turns in the listing, newest first."),
+    views: bool = typer.Option(False, "--views", help="--html: also render the view of each listed turn that "
+                                                     "has none."),
+    rebuild_index: bool = typer.Option(False, "--rebuild-index",
+                                       help="Read every turn from its files and rewrite the index."),
+    open_page: bool = typer.Option(False, "--open", help="--html: open the dashboard in the browser."),
+    root: Optional[str] = typer.Option(None, "--root", help=ROOT_HELP),
+) -> None:
+    """Step health over many turns: runs, pass, fail, broken, degraded %, latency, top contingencies;
+    turns still open counted apart (running, interrupted). --html: the dashboard."""
+    from .reading import TraceReadError, aggregate_health, parse_since
+
+    base = _root(root)
+    try:
+        since_at = parse_since(since)
+    except TraceReadError as exc:
+        raise _fail(str(exc)) from None
+    if html:
+        _write_dashboard(base, since_at, output, limit=limit, views=views, rebuild=rebuild_index,
+                         open_page=open_page)
+        return
+    report = aggregate_health(base, since=since_at, rebuild_index=rebuild_index)
+    for note in (report.get("index") or {}).get("notes", []):
+        typer.echo(f"ora: index: {note}", err=True)
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+        return
+    _render_health(report)
 
 
 def _write_dashboard(root: Path, since: Any, output: Optional[str], *, limit: int, views: bool, rebuild: bool,
