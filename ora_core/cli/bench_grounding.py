@@ -46,9 +46,12 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Literal, Optional
+from typing import TYPE_CHECKING, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, ValidationError
+
+if TYPE_CHECKING:
+    from ora_core.kernel.components import ComponentContext
 
 from ora_core.cli.bench_defaults import DEFAULT_DATA, DEFAULT_FOLDS, DEFAULT_SEED  # noqa: F401 - DEFAULT_DATA re-exported
 
@@ -348,7 +351,7 @@ def _score_of(verdict: Any, verifier_name: str, where: str) -> float:
     return float(score)
 
 
-def verify_example(verifier: Any, name: str, example: GroundingExample, path: Path, ctx: Any) -> float:
+def verify_example(verifier: Any, name: str, example: GroundingExample, path: Path, ctx: ComponentContext) -> float:
     where = f"{path}:{example.line} ({example.id})"
     try:
         verdict = verifier.verify(example.answer, {"chunks": [example.evidence], "question": example.question},
@@ -358,7 +361,7 @@ def verify_example(verifier: Any, name: str, example: GroundingExample, path: Pa
     return _score_of(verdict, name, where)
 
 
-def measure_timing(verifier: Any, name: str, ctx: Any, runs: int = 3) -> TimingResult:
+def measure_timing(verifier: Any, name: str, ctx: ComponentContext, runs: int = 3) -> TimingResult:
     import statistics
 
     times: list[float] = []
@@ -395,8 +398,8 @@ def evaluate_file(path: Path, examples: list[GroundingExample], scores: list[flo
                       met=delta >= margin - 1e-9, seconds_per_answer=round(seconds / len(examples), 4))
 
 
-def run_bench(data: Path, verifier: Any, name: str, ctx: Any, *, k: int = DEFAULT_FOLDS, seed: int = DEFAULT_SEED,
-              timing: bool = True, limit: int | None = None,
+def run_bench(data: Path, verifier: Any, name: str, ctx: ComponentContext, *, k: int = DEFAULT_FOLDS,
+              seed: int = DEFAULT_SEED, timing: bool = True, limit: int | None = None,
               progress: Callable[[int, int, str], None] | None = None) -> BenchReport:
     """Everything the command reports. ``progress(done, total, file)`` is called per example."""
     loaded = [(path, load_examples(path)[: limit or None]) for path in data_files(data)]
@@ -459,7 +462,7 @@ def print_report(report: BenchReport) -> None:
                   + ("yes" if report.all_met else "NO"))
 
 
-def run_with_progress(data: Path, verifier: Any, name: str, ctx: Any, k: int, seed: int, timing: bool,
+def run_with_progress(data: Path, verifier: Any, name: str, ctx: ComponentContext, k: int, seed: int, timing: bool,
                        limit: int | None) -> BenchReport:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn

@@ -86,7 +86,7 @@ def calibrate_run(
         fixture = load_fixture(fixture_dir)
         run = CalibrationRun(host=get_host(), base=base, fixture=fixture,
                              profile=get_profile(profile, profiles_file),
-                             options=RunOptions(mode=mode, intent=intent, targeted=list(targeted),  # type: ignore[arg-type]
+                             options=RunOptions(mode=mode, intent=intent, targeted=list(targeted),  # type: ignore[arg-type]  # mode and intent checked against their literals above
                                                 out_dir=out, concurrency=concurrency, max_tokens=max_tokens,
                                                 max_cost_usd=max_cost, baseline_runtime_s=baseline_runtime,
                                                 resume=resume, store_dir=store))

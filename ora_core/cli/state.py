@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from typing import IO, Any, Optional
+from typing import Any, Optional, TextIO
 
 import typer
 
@@ -47,7 +47,7 @@ class RedactingStream:
     pieces is still found. Everything else (``encoding``, ``isatty``, ``fileno``...) is the stream's;
     ``buffer`` is wrapped too, so bytes written there are cleaned as well."""
 
-    def __init__(self, stream: IO[str], clean: Callable[[str], str]) -> None:
+    def __init__(self, stream: TextIO, clean: Callable[[str], str]) -> None:
         self._stream = stream
         self._clean = clean
         self._pending = ""
@@ -106,8 +106,8 @@ def guard_output(ctx: Any = None) -> Callable[[], None]:
     out, err = sys.stdout, sys.stderr
     if isinstance(out, RedactingStream) or isinstance(err, RedactingStream):
         return lambda: None
-    sys.stdout = RedactingStream(out, lambda text: state.redactor.text(text))  # type: ignore[assignment]
-    sys.stderr = RedactingStream(err, lambda text: state.redactor.error_text(text))  # type: ignore[assignment]
+    sys.stdout = RedactingStream(out, lambda text: state.redactor.text(text))
+    sys.stderr = RedactingStream(err, lambda text: state.redactor.error_text(text))
 
     def restore() -> None:
         for name, original in (("stdout", out), ("stderr", err)):

@@ -172,7 +172,7 @@ class EntryPointCache:
         if problem:
             self._report("rebuilt", problem)
             return None
-        return stored  # type: ignore[no-any-return]  # cache_shape_problem checked the shape
+        return stored  # cache_shape_problem checked the shape
 
     def _write(self, data: dict[str, Any]) -> None:
         assert self.path is not None
