@@ -579,50 +579,107 @@ async def measure(args: argparse.Namespace, tmp: Path, saver: Any) -> bool:
     return judge(figures)
 
 
-async def profile_async(args: argparse.Namespace) -> None:
-    """``--profile``: cProfile over Ora's turn at zero latency, trace on and off."""
-    import cProfile
-    import pstats
+class ThreadProfiles:
+    """cProfile on every thread: the calling one, and each thread started while ``active`` (the
+    trace writer, a turn's close, the observers) gets a profiler of its own on its first event.
+    ``timer``: ``time.thread_time`` counts each thread's CPU (a wait costs nothing), the default
+    ``time.perf_counter`` the wall (a wait is the own time of the call that waits). ``reset``
+    starts a pass (what the profilers hold is cleared); ``stats`` merges them."""
 
+    def __init__(self, timer: Callable[[], float]) -> None:
+        self.timer = timer
+        self.main = self._new()
+        self.threads: list[Any] = []
+        self.active = False
+
+    def _new(self) -> Any:
+        import cProfile
+
+        return cProfile.Profile(self.timer)
+
+    def install(self) -> None:
+        import threading
+
+        def first_event(frame: Any, event: str, arg: Any) -> None:
+            sys.setprofile(None)
+            if self.active:
+                prof = self._new()
+                self.threads.append(prof)
+                prof.enable()
+
+        threading.setprofile(first_event)
+
+    def reset(self) -> None:
+        for prof in self.threads:
+            prof.clear()
+        self.main = self._new()
+
+    def stats(self) -> dict[Any, tuple[int, int, float, float, dict[Any, Any]]]:
+        merged: dict[Any, tuple[int, int, float, float, dict[Any, Any]]] = {}
+        for prof in [self.main, *self.threads]:
+            prof.snapshot_stats()  # not create_stats: that would disable it on this thread only
+            for key, (cc, nc, tt, ct, callers) in prof.stats.items():
+                old = merged.get(key)
+                merged[key] = (cc, nc, tt, ct, callers) if old is None else (
+                    old[0] + cc, old[1] + nc, old[2] + tt, old[3] + ct, {})
+        return merged
+
+
+async def profile_async(args: argparse.Namespace) -> None:
+    """``--profile``: Ora's turn at zero latency, trace on (its defaults) and trace off: timed
+    without the profiler, then profiled on every thread (a runtime of its own, so that its trace
+    writer thread starts profiled), per pass."""
+    timer = time.thread_time if args.profile_timer == "cpu" else time.perf_counter
+    profiles = ThreadProfiles(timer)
+    profiles.install()
+    sides = {"trace on (defaults)": {}, "trace off": {"trace": False}}
     with tempfile.TemporaryDirectory(prefix="ora-cascade-profile-") as tmp:
         root = Path(tmp)
-        for name, traced in (("trace on (defaults)", True), ("trace off", False)):
-            rt = ora_runtime(root / name.split()[1], 0.0, trace=traced)
-            for _ in range(5):
-                await ora_turn(rt)
-            for p in range(args.profile_passes):
-                prof = cProfile.Profile()
+        for p in range(args.profile_passes):
+            for name, options in sides.items():
+                rt = ora_runtime(root / f"plain-{p}-{len(name)}", 0.0, **options)
+                for _ in range(3):
+                    await ora_turn(rt)
+                plain = [await timed(lambda rt=rt: ora_turn(rt)) for _ in range(args.profile)]
+                profiles.active = True
+                rt = ora_runtime(root / f"profiled-{p}-{len(name)}", 0.0, **options)
+                for _ in range(3):
+                    await ora_turn(rt)
+                profiles.reset()
                 start = time.perf_counter()
-                prof.enable()
+                profiles.main.enable()
                 for _ in range(args.profile):
                     await ora_turn(rt)
-                prof.disable()
+                profiles.main.disable()
                 wall = time.perf_counter() - start
+                profiles.active = False
                 calls = args.profile * CALLS
-                stats = pstats.Stats(prof)
-                print(f"\n=== Ora, {name}, pass {p + 1}: {args.profile} turns, {1000 * wall / calls:.3f} ms per call "
-                      "under the profiler (it inflates the absolute figures; read the shares)")
-                print_top(stats, calls, wall)
+                print(f"\n=== Ora, {name}, pass {p + 1}, load {Path('/proc/loadavg').read_text().split()[0]}: "
+                      f"{1000 * statistics.median(plain) / CALLS:.3f} ms per call unprofiled (median of "
+                      f"{args.profile} turns); {1000 * wall / calls:.3f} ms per call under the profiler "
+                      f"({args.profile_timer} timer; the profiler inflates every figure below: read the shares)")
+                print_top(profiles.stats(), calls)
 
 
-def print_top(stats: Any, calls: int, wall: float, top: int = 25) -> None:
-    """The ``top`` functions by own time and by cumulative time, in microseconds per model call;
-    then pluggy's share (every frame in pluggy's package, cumulative at its outermost frame)."""
+def print_top(stats: dict[Any, tuple[int, int, float, float, dict[Any, Any]]], calls: int, top: int = 30) -> None:
+    """The ``top`` functions by own time and by cumulative time, in microseconds per model call
+    (every thread's time: a thread's waits are own time of its waiting call); then pluggy's
+    share (every frame in pluggy's package)."""
     rows = []
-    for (file, line, func), (_cc, nc, tt, ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
+    for (file, line, func), (_cc, nc, tt, ct, _callers) in stats.items():
         where = "/".join(Path(file).parts[-2:]) if file.startswith("/") else file
         rows.append((tt, ct, nc, f"{where}:{line}({func})"))
     total = sum(r[0] for r in rows)
-    print(f"    own time in all functions: {1e6 * total / calls:.0f} us per call")
+    print(f"    own time in all functions, all threads: {1e6 * total / calls:.0f} us per call")
     for title, key in (("own time", 0), ("cumulative", 1)):
-        print(f"    top {top} by {title}: us/call (own, cumulative), calls/model call, function")
+        print(f"    top {top} by {title}: us/call (own, cumulative), calls per model call, function")
         for tt, ct, nc, name in sorted(rows, key=lambda r: r[key], reverse=True)[:top]:
             print(f"      {1e6 * tt / calls:8.1f} {1e6 * ct / calls:8.1f} {nc / calls:7.2f}  {name}")
     pluggy = [(tt, ct, nc, name) for tt, ct, nc, name in rows if "pluggy/" in name]
     own = sum(r[0] for r in pluggy)
-    outer = max((r[1] for r in pluggy), default=0.0)
-    print(f"    pluggy: own time {1e6 * own / calls:.1f} us per call in {len(pluggy)} functions; "
-          f"the largest cumulative {1e6 * outer / calls:.1f} us per call")
+    print(f"    pluggy: own time {1e6 * own / calls:.1f} us per call in {len(pluggy)} functions:")
+    for tt, ct, nc, name in sorted(pluggy, reverse=True)[:8]:
+        print(f"      {1e6 * tt / calls:8.1f} {1e6 * ct / calls:8.1f} {nc / calls:7.2f}  {name}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -636,6 +693,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", type=int, default=0, metavar="TURNS",
                         help="no comparison: profile TURNS turns of Ora, trace on and off")
     parser.add_argument("--profile-passes", type=int, default=3, help="--profile: passes per side")
+    parser.add_argument("--profile-timer", choices=("cpu", "wall"), default="cpu",
+                        help="--profile: each thread's CPU time (default) or the wall clock")
     args = parser.parse_args(argv)
     if args.quick:
         args.runs, args.slow_runs, args.turns, args.c_rounds = 5, 1, 10, 1
