@@ -67,6 +67,17 @@ and cumulative), and what pluggy's callers take per call.
 The machine is shared: absolute figures are noisy; the ratios measured side by side in one run
 are what counts. Exit status 0 whatever the figures (read the MET/MISS lines), unless ``--strict``:
 then 1 on any MISS.
+
+Figures of 2026-11-27, measured while two other helpers ran test suites on the same 2 cores (noisy;
+to be re-run alone). The quietest run (load 0.68 -> 0.97): (a) Ora full trace 1.521 ms/call vs
+LangGraph + SqliteSaver 1.368 (x1.11, MISS; ``async`` durability 0.970, x0.71, its commit CPU
+counted), trace off 0.574 vs LangGraph plain 0.313 (x1.83, MISS), verbatim x1.12 of ledger only
+(MISS); (b) 1.016 (MET); (c) 1.64 vs LangGraph plain 1.28 (MISS; SqliteSaver 1.52, trace off
+1.36). Over 8 runs (load 0.7-1.9): full trace x0.77-2.58 SqliteSaver, trace off x1.83-2.73 plain.
+The trace's cost is mostly the kernel creating each turn's ~36 files at the close (30-440 us per
+file on this VM's ext4, swinging with the other processes' disk work) and two ``syncfs`` barriers;
+the saver's, its ``fsync``s: the two trade places from run to run. The README's benchmark table
+says where the rest goes.
 """
 
 from __future__ import annotations
