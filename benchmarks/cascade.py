@@ -69,11 +69,11 @@ are what counts. Exit status 0 whatever the figures (read the MET/MISS lines), u
 then 1 on any MISS.
 
 Figures of 2026-11-27, measured while two other helpers ran test suites on the same 2 cores (noisy;
-to be re-run alone). The quietest run (load 0.68 -> 0.97): (a) Ora full trace 1.521 ms/call vs
-LangGraph + SqliteSaver 1.368 (x1.11, MISS; ``async`` durability 0.970, x0.71, its commit CPU
-counted), trace off 0.574 vs LangGraph plain 0.313 (x1.83, MISS), verbatim x1.12 of ledger only
-(MISS); (b) 1.016 (MET); (c) 1.64 vs LangGraph plain 1.28 (MISS; SqliteSaver 1.52, trace off
-1.36). Over 8 runs (load 0.7-1.9): full trace x0.77-2.58 SqliteSaver, trace off x1.83-2.73 plain.
+to be re-run alone). The quietest run (load 0.57 -> 0.46): (a) Ora full trace 1.832 ms/call vs
+LangGraph + SqliteSaver 1.674 (x1.09, MISS; ``async`` durability 1.577, x0.94, its commit CPU
+counted), trace off 0.670 vs LangGraph plain 0.335 (x2.00, MISS), verbatim x1.06 of ledger only
+(MET); (b) 1.013 (MET); (c) 2.24 vs LangGraph plain 1.25 (MISS; SqliteSaver 1.58, trace off
+1.39). Over 9 runs (load 0.5-1.9): full trace x0.77-2.58 SqliteSaver, trace off x1.83-2.73 plain.
 The trace's cost is mostly the kernel creating each turn's ~36 files at the close (30-440 us per
 file on this VM's ext4, swinging with the other processes' disk work) and two ``syncfs`` barriers;
 the saver's, its ``fsync``s: the two trade places from run to run. The README's benchmark table
