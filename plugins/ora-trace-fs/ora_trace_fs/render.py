@@ -93,8 +93,10 @@ _BACKTICKS = re.compile(r"`{3,}")
 def _fenced(text: str, lang: str = "text") -> str:
     """``text`` in a code fence longer than any run of backticks inside it (a model's output may
     hold fences of its own)."""
-    longest = max((len(m.group(0)) for m in _BACKTICKS.finditer(text)), default=2)
-    fence = "`" * max(3, longest + 1)
+    if "```" not in text:  # no run of three: the plain fence (a substring test, far cheaper than the scan)
+        return f"```{lang}\n{text}\n```\n"
+    longest = max(len(m.group(0)) for m in _BACKTICKS.finditer(text))
+    fence = "`" * (longest + 1)
     return f"{fence}{lang}\n{text}\n{fence}\n"
 
 
