@@ -32,3 +32,46 @@ def test_an_unknown_kind_is_still_a_validation_error() -> None:
         turn.emit("no-such-kind")  # type: ignore[arg-type]
     with pytest.raises(pydantic.ValidationError, match="step_index"):
         turn.emit("note", step_index="three")  # type: ignore[arg-type]
+
+
+class _BreaksOnHandle(RecordingSink):
+    name = "breaks"
+
+    def handle(self, event: TraceEvent) -> None:
+        if event.kind == "step_started":
+            raise OSError("disk gone")
+        super().handle(event)
+
+
+def test_payloads_only_a_sink_reads_are_built_only_while_one_listens(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ora_core.kernel.models import StepHealth, TurnResult
+
+    dumped: list[str] = []
+    real_dump = StepHealth.model_dump
+
+    def counting_dump(self: StepHealth, **kw: object) -> dict[str, object]:
+        dumped.append(self.step)
+        return real_dump(self, **kw)  # type: ignore[arg-type]  # the keywords pass through unchanged
+
+    monkeypatch.setattr(StepHealth, "model_dump", counting_dump)
+    quiet = TurnContext(prompt="p", config=None, config_hash="h").open()
+    assert not quiet.listened
+    with quiet.step("s"):
+        pass
+    quiet.close(TurnResult(status="ok", answer="a"))
+    assert dumped == [] and quiet.health["s"].latency_s is not None  # the health is still kept
+
+    sink = RecordingSink()
+    heard = _turn(sink)
+    assert heard.listened
+    with heard.step("s"):
+        pass
+    heard.close(TurnResult(status="ok", answer="a"))
+    assert [e.kind for e in sink.events][-2:] == ["step_finished", "turn_finished"] and dumped
+
+    failing = _BreaksOnHandle()
+    broken = _turn(failing)
+    with broken.step("s"):
+        pass
+    assert not broken.listened and "breaks" in broken.sink_failures
+    assert "step_finished" not in [e.kind for e in failing.events]

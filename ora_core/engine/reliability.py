@@ -35,6 +35,7 @@ and halt at once on a failure: never retried, never judged, no confidence.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -784,9 +785,11 @@ RETRY_PHRASES = ("retry context negative feedback", "your previous attempt faile
                  "previous attempt summary", "do not repeat that failure")
 
 
+@functools.cache
 def control_texts(cap: int) -> tuple[str, ...]:
     """The instructions the reliability layer adds to a step's prompt (never to be parroted), in
-    both profiles' wordings: an echo of either is an echo."""
+    both profiles' wordings: an echo of either is an echo. Cached by ``cap`` (the wordings are
+    frozen module constants)."""
     return tuple(text for profile in profiles.PROFILES
                  for text in (profiles.CONFIDENCE.text(profile), profiles.QUOTE.text(profile),
                               supplement.protocol_text(cap, profile), supplement.coverage_gap_text(cap, profile)))

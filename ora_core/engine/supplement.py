@@ -32,6 +32,7 @@ patterns cannot be seen, and ``ora plugins list`` shows that none is.
 from __future__ import annotations
 
 import asyncio
+import functools
 import re
 from typing import TYPE_CHECKING, Any
 
@@ -56,16 +57,20 @@ UNSUPPORTED_SPECIFICS_KINDS = frozenset({"unsupported_specifics", "specifics", "
 EVIDENCE_FLAG_KEYS = ("evidence_checked", "unsupported", "missing")
 
 
+@functools.cache
 def protocol_text(cap: int, profile: ProfileName = "full") -> str:
     """The protocol instructions every protocol step carries, in ``profile``'s wording
     (``ora_core.engine.profiles.PROTOCOL``: both wordings carry the same rules and the request
-    block the parser reads)."""
+    block the parser reads). Cached: the wordings are frozen module constants, so the text
+    depends on ``cap`` and ``profile`` only (it was rebuilt on every model call)."""
     return profiles.PROTOCOL.text(profile, cap=cap, request=REQUEST_HEADING, result=RESULT_HEADING,
                                   gap=COVERAGE_GAP_HEADING)
 
 
+@functools.cache
 def coverage_gap_text(cap: int, profile: ProfileName = "full") -> str:
-    """The instruction added once the step's cap is used up, in ``profile``'s wording."""
+    """The instruction added once the step's cap is used up, in ``profile``'s wording (cached, as
+    ``protocol_text``)."""
     return profiles.CAP_REACHED.text(profile, cap=cap, gap=COVERAGE_GAP_HEADING)
 
 
