@@ -27,8 +27,10 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import unittest.mock
 import uuid
 from pathlib import Path
+from typing import Any
 
 DISCOVERY = Path(__file__).resolve().parents[1] / "ora_core" / "kernel" / "plugins" / "discovery.py"
 #: What every way needs anyway; ``discovery.py`` loaded from its file (the package would import stevedore).
@@ -78,6 +80,15 @@ def site_with(group: str, root: Path, names: list[str], dist: str = "ora-demo") 
     return root
 
 
+def their_cache(directory: Path) -> Any:
+    """stevedore's cache in ``directory``, caching on wherever the interpreter lives (see the /tmp row)."""
+    from stevedore import _cache as stevedore_cache
+
+    cache = stevedore_cache.Cache(str(directory))
+    cache._disable_caching = False
+    return cache
+
+
 def behaviour(work: Path) -> list[tuple[str, str, str]]:
     """``(question, Ora's cache, stevedore's cache)`` rows, each answer observed here."""
     import stevedore._cache as stevedore_cache
@@ -94,7 +105,7 @@ def behaviour(work: Path) -> list[tuple[str, str, str]]:
     theirs_dir = work / "theirs"
 
     found = ours.entry_points(group)
-    theirs = stevedore_cache.Cache(str(theirs_dir)).get_group_all(group, path=path)
+    theirs = their_cache(theirs_dir).get_group_all(group, path=path)
     rows.append(("the distribution of an entry point", f"{found[0].distribution} {found[0].version}",
                  "none kept" if theirs[0].dist is None else str(theirs[0].dist)))
 
@@ -104,12 +115,12 @@ def behaviour(work: Path) -> list[tuple[str, str, str]]:
     base = 1_700_000_000  # a fixed time, so the result does not hang on where now falls
     os.utime(eps, (base, base))
     ours.entry_points(group)
-    stevedore_cache.Cache(str(theirs_dir)).get_group_all(group, path=path)
+    their_cache(theirs_dir).get_group_all(group, path=path)
     eps.write_text(eps.read_text() + "two = two_mod\n")
     for seconds in (1, 60):
         os.utime(eps, (base + seconds, base + seconds))
         seen_ours = "two" in [f.entry_point.name for f in ours.entry_points(group)]
-        seen_theirs = "two" in [ep.name for ep in stevedore_cache.Cache(str(theirs_dir)).get_group_all(group,
+        seen_theirs = "two" in [ep.name for ep in their_cache(theirs_dir).get_group_all(group,
                                                                                                        path=path)]
         rows.append((f"an entry point added in place, entry_points.txt {seconds} s newer",
                      "seen" if seen_ours else "NOT seen", "seen" if seen_theirs else "NOT seen (stale)"))
@@ -123,7 +134,7 @@ def behaviour(work: Path) -> list[tuple[str, str, str]]:
         ours.entry_points(group)
         said = "rebuilt, said on stderr" if "rebuilt from a full scan" in heard.getvalue() else "silent"
         try:
-            stevedore_cache.Cache(str(theirs_dir)).get_group_all(group, path=path)
+            their_cache(theirs_dir).get_group_all(group, path=path)
             outcome = "rebuilt, nothing said"
         except Exception as exc:  # noqa: BLE001 - the observation this row reports
             outcome = f"raises {type(exc).__name__}: {exc}"
@@ -135,11 +146,22 @@ def behaviour(work: Path) -> list[tuple[str, str, str]]:
     EntryPointCache(blocker / "ours.json", stderr=said_ours).entry_points(group)
     heard = io.StringIO()
     with contextlib.redirect_stderr(heard):
-        served = stevedore_cache.Cache(str(blocker / "theirs")).get_group_all(group, path=path)
+        served = their_cache(blocker / "theirs").get_group_all(group, path=path)
     rows.append(("a cache directory that cannot be written",
                  "said on stderr" if "cannot write it" in said_ours.getvalue() else "silent",
                  ("said on stderr" if heard.getvalue() else "nothing said")
                  + (" (the scan serves)" if served else " (no entry points)")))
+
+    # stevedore turns its cache off for an interpreter under /tmp (``sys.executable[0:4] == '/tmp'``,
+    # for Ansible); the rows above force it on so they observe the cache wherever this runs (a CI
+    # clone under /tmp included). This row observes the switch itself.
+    with unittest.mock.patch.object(sys, "executable", "/tmp/venv/bin/python"):
+        ours_tmp = EntryPointCache(work / "tmp-interpreter" / "ours.json", stderr=io.StringIO())
+        ours_tmp.entry_points(group)
+        stevedore_cache.Cache(str(work / "tmp-interpreter" / "theirs")).get_group_all(group, path=path)
+    rows.append(("an interpreter installed under /tmp",
+                 "cached" if (work / "tmp-interpreter" / "ours.json").is_file() else "NOT cached",
+                 "cached" if (work / "tmp-interpreter" / "theirs").is_dir() else "NOT cached (caching off)"))
 
     default = stevedore_cache._c  # the cache ExtensionManager reads: kept in ``work`` for this row
     kept_dir, default._dir = default._dir, str(work / "stevedore-default")

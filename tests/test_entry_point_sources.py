@@ -45,4 +45,5 @@ def test_the_comparison_shows_where_stevedores_cache_falls_short(tmp_path: Path)
     rows = {question: (ours, theirs) for question, ours, theirs in benchmark().behaviour(tmp_path)}
     assert rows["the distribution of an entry point"] == ("ora-demo 0.1.0", "none kept")
     assert rows["an entry point added in place, entry_points.txt 1 s newer"][1].startswith("NOT seen")
-    assert all(ours.startswith(("seen", "rebuilt, said", "said", "ora-demo")) for ours, _ in rows.values())
+    assert rows["an interpreter installed under /tmp"] == ("cached", "NOT cached (caching off)")
+    assert all(ours.startswith(("seen", "rebuilt, said", "said", "ora-demo", "cached")) for ours, _ in rows.values())
