@@ -168,6 +168,7 @@ class Front:
                 "bypass": decide(prompt, raw).bypass,
                 "signals": run_detectors(self.host, "cleaned_prompt", prompt, self.ctx, kind="mode_signal"),
                 "rescan": run_detectors(self.host, "cleaned_prompt", prompt, self.ctx, kind="bypass"),
+                "shapes": run_detectors(self.host, "cleaned_prompt", prompt, self.ctx, kind="request_shape"),
                 "vector": vector,
                 "language": guess_language(prompt),
                 "readings": {},
@@ -194,9 +195,10 @@ class Front:
         reading = (self.reading(prompt, router, params.top_k) if semantic
                    else module.SemanticReading(status="missing", detail="vocabulary-only router"))
         pipeline = self.config.pipeline
+        extra = {"shapes": row["shapes"]} if router == "combined" else {}  # the before router reads no shapes
         decision = module.dispatch(row["signals"], row["rescan"], self.library, forced_mode=None, best_guess=False,
                                    fallback_mode=pipeline.fallback_mode, general_mode=pipeline.default_mode,
-                                   semantic=reading, params=params, prompt=prompt)
+                                   semantic=reading, params=params, prompt=prompt, **extra)
         return ("ask" if decision.pending_clarification else decision.mode or "ask"), decision
 
 
