@@ -11,21 +11,29 @@ The shapes:
 
 - ``choice``: two options joined by "or" / "vs" / "oder" / "ou" (or "between ... and" / "zwischen
   ... und" / "entre ... et" with a verb of choosing), in a request that is the user's own (I, we,
-  our ...) or asks for a pick or advice (which, your pick, recommend, better ...);
+  our ...), asks for a pick or advice (which, your pick, recommend, better ...), or is a question
+  made of the options alone ("Buy now or wait?": no interrogative or auxiliary opens it);
 - ``case-for``: the best, strongest, most convincing argument, case, defence or version of a
   position, or an order to argue or defend one as well as possible;
 - ``definition``: what a term means or is for ("what does X mean", "what is the 'X'", "the term",
   "what is the purpose of", "was bedeutet", "wofür steht", "que veut dire", "à quoi sert");
 - ``creative``: a request for a short made-up text: a joke, pun, riddle, limerick, slogan,
-  tagline, motto, toast, tongue twister, caption, rhyme or poem (not a question *about* one);
+  tagline, motto, toast, tongue twister, caption, rhyme, poem or a name for something (not a
+  question *about* one);
+- ``beneficiary``: a question about who gains, profits, pays or is behind something ("which lobbies
+  are behind ...", "who ends up richer", "wer verdient an", "à qui profite");
 - ``context-reference``: a short request that leans on something shared earlier that the prompt
   does not contain ("the usual", "like last time", "the changes we discussed", "wie immer",
   "comme d'habitude"), with no text of its own to work on;
 - ``assertion``: a checkable statement about the world: a yes/no question ("Is it true that ...",
   "Does X really ..."), a reported claim ("my uncle says ..."), a statement handed over to be
-  checked ("check this: ..."), or a bare declarative sentence. A request for an argument, a
-  definition, a creative text or a choice is not a claim to check: ``assertion`` is only given
-  when none of those shapes is.
+  checked ("check this: ..."), or a bare declarative sentence about the world (not about the
+  speaker). A request for an argument, a definition, a creative text or a choice is not a claim
+  to check: ``assertion`` is only given when none of those shapes is;
+- ``claim-check``: with ``assertion``, when the user asks outright whether it is true ("is it
+  true that", "true or false", "accurate?", "stimmt es", "est-ce vrai") or hands it over to be
+  checked ("check this: ..."), or asks about a reported claim ("my uncle says ... How much truth
+  is in that?").
 """
 
 from __future__ import annotations
@@ -55,12 +63,19 @@ _BETWEEN = _rx(r"\b(?:choos\w*|decid\w*|pick\w*|torn|split|hesitat\w*)\b.{0,40}\
                r"\bzwischen\b.{1,60}\bund\b.{1,60}\b(?:schwanken|entscheiden|wählen)\b",
                r"\b(?:hésit\w*|choisir|trancher)\b.{0,40}\bentre\b.{1,60}\bet\b",
                r"\bentre\b.{1,60}\bet\b.{1,60}\b(?:lequel|laquelle|choisir|choisirais)\b")
+#: A question that opens with an interrogative or an auxiliary asks about something; one that does
+#: not ("Tea or coffee?", "Buy now or wait?") offers the options as the question.
+_ASKS_ABOUT = _rx(r"^\W*(?:what|what's|whats|how|why|who|whom|whose|which|when|where|is|are|was|were|do|does|did|can|"
+                  r"could|has|have|will|would|was|wie|warum|wieso|wer|wann|wo|welche\w*|ist|sind|que|qu'est-ce|quoi|"
+                  r"comment|pourquoi|qui|quand|où|quel\w*|est-ce)\b")
 _OWN = _rx(r"\b(?:i|i'm|we|we're|our|my|us|me)\b", r"\b(?:ich|wir|unser\w*|mein\w*|uns)\b",
            r"\b(?:je|j'\w+|nous|notre|nos|mon|ma|mes|on)\b")
-_ADVICE = _rx(r"\bwhich\b", r"\byour (?:pick|take|call|advice|view|opinion)\b", r"\b(?:recommend|advise|advice|suggest)\w*\b",
+_ADVICE = _rx(r"\bwhich\b", r"\byour (?:pick|take|call|advice|view|opinion)\b",
+              r"\b(?:recommend|advise|advice|suggest)\w*\b",
               r"\b(?:better|smarter|wiser|best)\b", r"\bmakes? (?:more )?sense\b", r"\bwould you\b", r"\bshould\b",
               r"\bthoughts\b", r"\bwhere do you land\b", r"\bwhat do you (?:think|say)\b", r"\bgo (?:for|with)\b",
-              r"\bwelche\w*\b", r"\b(?:rätst|empfiehlst|empfehlen|rat)\b", r"\b(?:besser|sinnvoller|klüger|vernünftiger)\b",
+              r"\bwelche\w*\b", r"\b(?:rätst|empfiehlst|empfehlen|rat)\b",
+              r"\b(?:besser|sinnvoller|klüger|vernünftiger)\b",
               r"\bwürdest\b", r"\blequel\b", r"\blaquelle\b", r"\b(?:conseill\w*|recommand\w*)\b", r"\bton avis\b",
               r"\bvotre avis\b", r"\bmieux\b", r"\bplus (?:raisonnable|judicieux|sage)\b", r"\bchoisirais\b",
               r"\bqu'en penses\b")
@@ -119,6 +134,8 @@ _CREATIVE_THING = _rx(
     r"tongue twister|caption|one-liner|one liner|knock-knock|rhyme|rhymes|haiku|poem|jingle|quip|wisecrack|sonnet|"
     r"verse|verses|lyrics|lullaby|ode)\b",
     r"\bsomething funny\b", r"\bmake me laugh\b", r"\bfunny (?:line|story|caption|quote)\b",
+    r"\bnames? for (?:my|our|a|an|the|his|her|their)\b", r"\bname (?:my|our) \w+",
+    r"\bnamen für\b", r"\bnoms? pour (?:mon|ma|mes|notre|nos|un|une|le|la)\b",
     r"\b(?:witz|witze|kalauer|wortspiel|rätsel|spruch|werbespruch|slogan|motto|trinkspruch|reim|gedicht|"
     r"zungenbrecher|scherz)\b", r"\bbring mich zum lachen\b", r"\blustige[nrs]? (?:spruch|geschichte|satz)\b",
     r"\b(?:blague|blagues|devinette|devinettes|calembour|jeu de mots|slogan|devise|virelangue|rime|poème|"
@@ -127,6 +144,26 @@ _CREATIVE_THING = _rx(
 _ABOUT_IT = _rx(r"^\W*(?:why|how|who|when|where|warum|wieso|weshalb|wie|wer|wann|wo|pourquoi|comment|qui|quand|où)\b",
                 r"^\W*what (?:is|are|was|were) (?:the )?(?:history|origin|difference|meaning|point)\b",
                 r"\b(?:history|origin|origins|etymology|definition) of\b")
+
+# --- beneficiary ---------------------------------------------------------------------------------
+_GAIN = (r"gains?|profits?|benefits?|wins?|loses?|pays?|earns?|makes? money|cashes? in|stands? to (?:gain|lose)|"
+         r"stands? to make money|(?:is|are) (?:better|worse) off|comes? out (?:ahead|on top|richer)|"
+         r"ends? up (?:richer|poorer|better off|worse off)|is behind|are behind|"
+         r"lobb(?:y|ies) for|funds?|bankrolls?|carries the costs?|bears? the costs?|foots? the bill|gets? rich\w*")
+_BENEFICIARY = _rx(
+    rf"\b(?:who|which (?:\w+ ){{0,2}}\w+)\b(?: \w+)? (?:really |actually |truly )?(?:{_GAIN})\b",
+    r"\b(?:lobby|lobbies|interest groups?|industries|companies|players|parties) (?:are |is )?(?:behind|pushing|"
+    r"funding)\b",
+    r"\b(?:wer|welche \w+)\b(?: \w+)? (?:verdient|profitiert|gewinnt|verliert|zahlt|bezahlt|steckt hinter)\b",
+    r"\bwem (?:nützt|nützen|nutzt|nutzen|dient|dienen|bringt)\b",
+    r"\b(?:qui|à qui)\b(?: \w+)? (?:profite|profitent|gagne|gagnent|perd|perdent|paie|paye|paient|tire profit|"
+    r"s'enrichit|s'enrichissent|finance)\b",
+)
+
+
+def beneficiary(text: str) -> str | None:
+    return _hit(_BENEFICIARY, text)
+
 
 # --- context-reference ---------------------------------------------------------------------------
 _CONTEXT = _rx(
@@ -168,6 +205,11 @@ _REPORTED = _rx(r"\b(?:says|said|told me|tells me|claims|claimed|posted|heard|re
                 r"\b(?:sagt|behauptet|meint|habe gehört|gelesen)\b", r"\b(?:dit que|prétend|paraît-il|j'ai lu|"
                 r"on dit)\b")
 _HANDED = _rx(r"\b(?:fact-?check|check|verify|prüfe|überprüfe|vérifie|vérifiez)\b[^:]{0,30}:\s*\S+(?:\s+\S+){2,}")
+_CHECK = _rx(r"\bis (?:it|that|this) (?:really |actually )?(?:true|accurate|right|correct)\b",
+             r"\b(?:accurate|true|right|correct)\s*\?", r"\bholds? up\b", r"\btruth (?:in|to)\b",
+             r"\btrue or false\b", r"\bmyth or\b", r"\bstimmt (?:es|das)\b", r"\bist (?:es|das) wahr\b",
+             r"\bwahr oder falsch\b", r"\best-ce vrai\b", r"\bc'est vrai\b", r"\best-il vrai\b",
+             r"\bvrai ou faux\b")
 _IMPERATIVE = _rx(r"^\W*(?:paraphrase|rephrase|reword|shorten|convert|turn|change|polish|edit|correct|proofread|"
                   r"brainstorm|generate|plan|calculate|tell|give|show|explain|describe|list|name|write|help|make|let|"
                   r"please|summari[sz]e|compare|"
@@ -195,13 +237,14 @@ def choice(text: str) -> str | None:
     between = _hit(_BETWEEN, text)
     if between:
         return between
+    elliptical = "?" in text and not _ASKS_ABOUT.search(text)  # "Buy now or wait?": the options are the question
     for m in _OR.finditer(text):
         window = text[max(0, m.start() - 40): m.end() + 40]
         if _NOT_A_CHOICE_OR.search(window):
             continue
         if m.start() == 0 or not text[:m.start()].strip():
             continue
-        if _OWN.search(text) or _ADVICE.search(text):
+        if _OWN.search(text) or _ADVICE.search(text) or elliptical:
             return window.strip()
     return None
 
@@ -232,6 +275,16 @@ def context_reference(text: str) -> str | None:
     return _hit(_CONTEXT, text)
 
 
+def claim_check(text: str) -> str | None:
+    """A statement handed over to be checked, or a question whether one is true."""
+    found = _hit(_HANDED, text) or _hit(_CHECK, text)
+    if found:
+        return found
+    if "?" in text:
+        return _hit(_REPORTED, text)
+    return None
+
+
 def assertion(text: str) -> str | None:
     for pattern in (_HANDED, _TRUTH, _REPORTED):
         found = _hit(pattern, text)
@@ -249,7 +302,7 @@ def assertion(text: str) -> str | None:
 
 #: The shapes other than ``assertion``, in the order they are reported.
 SHAPES = {"choice": choice, "case-for": case_for, "definition": definition, "creative": creative,
-          "context-reference": context_reference}
+          "beneficiary": beneficiary, "context-reference": context_reference}
 
 
 def request_shapes(text: str) -> dict[str, str]:
@@ -259,6 +312,9 @@ def request_shapes(text: str) -> dict[str, str]:
         claim = assertion(text)
         if claim:
             found["assertion"] = claim
+            check = claim_check(text)
+            if check:
+                found["claim-check"] = check
     return found
 
 
