@@ -16,10 +16,28 @@ strong phrase (or three weak ones) and a third per weak phrase, capped at 1. The
 stays because its phrases are precise where they exist ("cui bono", "should I"); the semantic
 signal carries the requests that avoid them ("Which companies come out ahead when ...").
 
+Stage 1 also reads the prompt's **request shapes** (issue 25): the ``request_shape`` detectors of
+layer ``cleaned_prompt`` (``ora-signals``) name what the prompt asks for by its form, whatever its
+topic: ``choice`` (a pick between options the user names), ``case-for`` (the best case for a
+position), ``definition`` (what a term means), ``creative`` (a joke, slogan, riddle ...),
+``context-reference`` (leans on something shared earlier that the prompt does not carry) and
+``assertion`` (a checkable statement: given only when no other shape is). Modes opt in by front
+matter: a shape in ``shapes.claims`` counts as one strong phrase of the mode (decision-analysis
+claims ``choice``, steelman ``case-for``, standard ``definition``, direct ``creative``); a mode
+whose ``shapes.requires`` names a shape the prompt lacks *stands aside*: it is scored and shown
+but cannot lead, compete or claim (fact-check requires an ``assertion``: vocabulary about
+checking, "what does the verdict band mean?", is not a claim to check). No shape detector
+installed: nothing is claimed or required (``routing-no-request-shape-detector``, a warning when
+a loaded mode declares shapes).
+
 Stage 2 dispatches on the scores (``RoutingParams``: four numbers, each explained there):
 
 - a forced mode (``--mode``) wins (``forced``); a strong bypass element Phase A revealed, with
   no strong mode signal, goes to ``simple`` (``bypass``);
+- a ``context-reference`` shape: the request leans on context it does not carry ("do the usual
+  for the report"), so a clarification is pending that names the words and asks what they refer
+  to (``context-reference``); with best-guess on, ``pipeline.fallback_mode`` (deep-clarification:
+  it answers the clear part and names the assumption) runs;
 - nothing recognised (no phrase, and no mode's similarity reaches ``recognised_floor``): the
   text is not a request a mode can take, so a clarification is pending;
 - the modes within ``clear_margin`` of the leader are *close*. Two or more close *specific
@@ -421,23 +439,40 @@ def candidates_from(signals: list[Signal], known: Any) -> tuple[list[ModeCandida
     return ranked, unknown
 
 
+def shapes_of(signals: list[Signal] | None) -> dict[str, str] | None:
+    """The prompt's request shapes (``request_shape`` signals: shape -> matched words); None when no
+    detector of that kind ran."""
+    if signals is None:
+        return None
+    out: dict[str, str] = {}
+    for s in signals:
+        out.setdefault(s.name, s.matched)
+    return out
+
+
 def score_modes(signals: list[Signal], library: ModeLibrary, semantic: SemanticReading | None,
-                params: RoutingParams = PARAMS) -> list[ModeCandidate]:
-    """Every loaded mode with its vocabulary, semantic and combined score, best first."""
+                params: RoutingParams = PARAMS, shapes: dict[str, str] | None = None) -> list[ModeCandidate]:
+    """Every loaded mode with its vocabulary, semantic and combined score, best first; a mode that
+    stands aside (a required shape the prompt lacks) after every other. A shape the mode claims
+    counts as a strong phrase."""
     vocab = {c.mode: c for c in candidates_from(signals, library)[0]}
     reading = semantic if semantic is not None and semantic.ok else None  # the semantic signal, when it ran
+    found_shapes = shapes or {}
     out = []
     for mode in library:
         found = vocab.get(mode.name)
         strong, weak = (found.strong, found.weak) if found else ([], [])
-        share = min(STRONG_WEIGHT * len(strong) + WEAK_WEIGHT * len(weak), STRONG_WEIGHT) / STRONG_WEIGHT
+        claimed = [s for s in mode.shapes.claims if s in found_shapes]
+        unmet = [s for s in mode.shapes.requires if s not in found_shapes] if shapes is not None else []
+        share = min(STRONG_WEIGHT * (len(strong) + len(claimed)) + WEAK_WEIGHT * len(weak),
+                    STRONG_WEIGHT) / STRONG_WEIGHT
         sem = reading.scores.get(mode.name) if reading is not None else None
         score = (sem or 0.0) + params.vocab_weight * share
         out.append(ModeCandidate(
             mode=mode.name, gear=mode.gear, score=round(score, 4), vocabulary=round(share, 4),
             semantic=round(sem, 4) if sem is not None else None, strong=list(strong), weak=list(weak),
-            nearest=reading.nearest.get(mode.name, []) if reading is not None else []))
-    return sorted(out, key=lambda c: (-c.score, -len(c.strong), c.mode))
+            nearest=reading.nearest.get(mode.name, []) if reading is not None else [], shapes=claimed, unmet=unmet))
+    return sorted(out, key=lambda c: (bool(c.unmet), -c.score, -len(c.strong) - len(c.shapes), c.mode))
 
 
 def summarize(signals: list[Signal], mode: str | None, confidence: str) -> SignalStrengthSummary:
@@ -486,13 +521,23 @@ def clarification_question(options: list[str], library: ModeLibrary, *, not_a_re
             "Or say 'just answer' for a direct reply without analysis.")
 
 
+def context_question(words: str, options: list[str], library: ModeLibrary) -> str:
+    """The question of a request that leans on context the prompt does not carry: the words, the options
+    and "just answer"."""
+    listed = "; ".join(_option(library, n) for n in question_options(options, library))
+    return (f"Your request refers to something I was not given ({words!r}). What does it refer to? Paste it or "
+            f"describe it, or pick how to go on: {listed}. Or say 'just answer' and I will state what I assume.")
+
+
 def dispatch(signals: list[Signal], rescan: list[Signal], library: ModeLibrary, *, forced_mode: str | None,
              best_guess: bool, fallback_mode: str, general_mode: str = "standard",
              semantic: SemanticReading | None = None, params: RoutingParams = PARAMS,
-             prompt: str = "") -> RoutingDecision:
-    """Stage 2: one decision from the signals, the semantic reading and the prompt's form (rules in
-    the module doc)."""
-    candidates = score_modes(signals, library, semantic, params)
+             prompt: str = "", shapes: list[Signal] | None = None) -> RoutingDecision:
+    """Stage 2: one decision from the signals, the request shapes (``shapes``: the ``request_shape``
+    signals; None when no detector of that kind ran), the semantic reading and the prompt's form
+    (rules in the module doc)."""
+    found_shapes = shapes_of(shapes)
+    candidates = score_modes(signals, library, semantic, params, found_shapes)
     form = request_form(prompt)
     use_semantic = semantic is not None and semantic.ok
     audit = RoutingAudit(
@@ -505,12 +550,13 @@ def dispatch(signals: list[Signal], rescan: list[Signal], library: ModeLibrary, 
                  "clear_margin": params.clear_margin, "recognised_floor": params.recognised_floor},
         timings_ms=dict(semantic.timings_ms) if semantic is not None else {}, request_form=form,
         example_index=semantic.index_origin if semantic is not None else "",
-        language=semantic.language if semantic is not None and use_semantic else None)
-    if candidates:
-        audit.leader = candidates[0].mode
-        if len(candidates) > 1:
-            audit.runner_up = candidates[1].mode
-            audit.margin = round(candidates[0].score - candidates[1].score, 4)
+        language=semantic.language if semantic is not None and use_semantic else None, shapes=found_shapes)
+    eligible = [c for c in candidates if not c.unmet] or candidates  # a mode standing aside cannot lead
+    if eligible:
+        audit.leader = eligible[0].mode
+        if len(eligible) > 1:
+            audit.runner_up = eligible[1].mode
+            audit.margin = round(eligible[0].score - eligible[1].score, 4)
 
     def decided(mode: str | None, confidence: str, rule: str, reasoning: str, **extra: Any) -> RoutingDecision:
         audit.rule = rule
@@ -534,9 +580,9 @@ def dispatch(signals: list[Signal], rescan: list[Signal], library: ModeLibrary, 
         return (c.gear or 0) >= 2 and c.mode != general_mode
 
     have_general = general_mode in library
-    leader = candidates[0] if candidates else None
+    leader = eligible[0] if eligible else None
     best_similarity = max((c.semantic for c in candidates if c.semantic is not None), default=None)
-    phrases = any(c.strong or c.weak for c in candidates)
+    phrases = any(c.strong or c.weak or c.shapes for c in candidates)
     recognised = phrases or form is not None or (best_similarity is not None
                                                  and best_similarity >= params.recognised_floor)
 
@@ -555,6 +601,18 @@ def dispatch(signals: list[Signal], rescan: list[Signal], library: ModeLibrary, 
 
     if leader is None:
         return pending([], "no-modes", "no mode is loaded", not_a_request=True)
+    context_words = (found_shapes or {}).get("context-reference")
+    if context_words is not None:
+        options = [fallback_mode] + [c.mode for c in eligible if c.mode != fallback_mode]
+        question = context_question(context_words, options, library)
+        why = (f"the request leans on context it does not carry ({context_words!r}): asking what it refers to "
+               "rather than guessing")
+        if not best_guess:
+            return decided(None, "pending", "context-reference", why, pending_clarification=question,
+                           clarification_options=question_options(options, library))
+        return decided(fallback_mode, "fallback", "context-reference",
+                       f"{why}; fallback mode {fallback_mode!r} names the assumption; the clarification is kept",
+                       pending_clarification_swallowed=question)
     if not recognised:
         top = [c.mode for c in candidates[:QUESTION_OPTIONS]]
         similarity = (f", best similarity {best_similarity:.2f} < {params.recognised_floor}"
@@ -564,7 +622,7 @@ def dispatch(signals: list[Signal], rescan: list[Signal], library: ModeLibrary, 
                        not_a_request=True)
     # A mode without examples has no semantic score: its strong phrases speak for it, as they
     # did before the semantic signal existed (most strong phrases, strictly, claims the request).
-    unscored = [c for c in candidates if c.semantic is None and c.strong] if use_semantic else []
+    unscored = [c for c in eligible if c.semantic is None and c.strong] if use_semantic else []
     if unscored:
         claimer = max(unscored, key=lambda c: len(c.strong))
         if all(len(c.strong) < len(claimer.strong) for c in candidates if c is not claimer):
@@ -576,10 +634,11 @@ def dispatch(signals: list[Signal], rescan: list[Signal], library: ModeLibrary, 
                        f"a request ({form}) no phrase claims, and the semantic signal is unavailable "
                        f"({audit.semantic_status}): the general mode {general_mode!r} answers")
 
-    def claims(c: ModeCandidate) -> bool:  # a phrase, or a similarity that counts as recognition
-        return bool(c.strong or c.weak) or (c.semantic is not None and c.semantic >= params.recognised_floor)
+    def claims(c: ModeCandidate) -> bool:  # a phrase or shape, or a similarity that counts as recognition
+        return (bool(c.strong or c.weak or c.shapes)
+                or (c.semantic is not None and c.semantic >= params.recognised_floor))
 
-    close = [c for c in candidates if c.score >= leader.score - params.clear_margin]
+    close = [c for c in eligible if c.score >= leader.score - params.clear_margin]
     audit.competing = [c.mode for c in close]
     rivals = [c for c in close if specific(c) and claims(c)]
     scores = ", ".join(f"{c.mode} {c.score:.3f}" for c in close)
@@ -616,6 +675,8 @@ def _evidence(c: ModeCandidate) -> str:
         parts.append(f"similarity {c.semantic:.3f}")
     if c.strong or c.weak:
         parts.append("phrases: " + ", ".join(c.strong + c.weak))
+    if c.shapes:
+        parts.append("shapes: " + ", ".join(c.shapes))
     return "; ".join(parts)
 
 
@@ -647,10 +708,18 @@ def run_routing(turn: TurnContext, library: ModeLibrary, cleaned_prompt: str, *,
                              severity="warning")
         signals = turn.detect("cleaned_prompt", cleaned_prompt, step=STEP, kind="mode_signal")
         rescan = turn.detect("cleaned_prompt", cleaned_prompt, step=STEP, kind="bypass")
+        shapes: list[Signal] | None = None
+        if turn.host is None or turn.host.detectors(layer="cleaned_prompt", kind="request_shape"):
+            shapes = turn.detect("cleaned_prompt", cleaned_prompt, step=STEP, kind="request_shape")
+        elif any(m.shapes.requires or m.shapes.claims for m in library):
+            step.contingency("routing-no-request-shape-detector",
+                             "modes declare request shapes but no detector of kind 'request_shape' on layer "
+                             "'cleaned_prompt' is installed: no shape is claimed and no requirement enforced",
+                             severity="warning")
         semantic = None if forced_mode else read_semantic(turn, library, cleaned_prompt, params)
         decision = dispatch(signals, rescan, library, forced_mode=forced_mode, best_guess=best_guess,
                             fallback_mode=pipeline.fallback_mode, general_mode=pipeline.default_mode,
-                            semantic=semantic, params=params, prompt=cleaned_prompt)
+                            semantic=semantic, params=params, prompt=cleaned_prompt, shapes=shapes)
         if decision.audit is not None:
             decision.audit.timings_ms["routing_total_ms"] = round((time.perf_counter() - start) * 1000, 2)
         strong_rescan = [s for s in rescan if s.strength == "strong"]
@@ -660,6 +729,7 @@ def run_routing(turn: TurnContext, library: ModeLibrary, cleaned_prompt: str, *,
         step.output.update(decision.model_dump(mode="json"))
         step.output["routing_scores"] = scores_table(decision)
         step.output["stage1_signals"] = [s.model_dump(mode="json") for s in signals]
+        step.output["request_shapes"] = [s.model_dump(mode="json") for s in shapes or []]
         step.output["stage1_bypass_rescan"] = {
             "signals": [s.model_dump(mode="json") for s in rescan],
             "acted": decision.classification_confidence == "bypass",

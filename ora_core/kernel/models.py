@@ -678,6 +678,11 @@ class ModeCandidate(_Shape):
     strong: list[str] = Field(default_factory=list)
     weak: list[str] = Field(default_factory=list)
     nearest: list[NearestExample] = Field(default_factory=list)
+    #: The request shapes of the prompt the mode claims (front matter ``shapes.claims``): each counts
+    #: as a strong phrase in ``vocabulary``.
+    shapes: list[str] = Field(default_factory=list)
+    #: The shapes the mode requires (``shapes.requires``) that the prompt lacks: the mode stands aside.
+    unmet: list[str] = Field(default_factory=list)
 
 
 class SignalStrengthSummary(_Shape):
@@ -719,6 +724,9 @@ class RoutingAudit(_Shape):
     margin: float | None = None
     competing: list[str] = Field(default_factory=list)
     request_form: str | None = None  # why the text reads as a request by its form, or None
+    #: The prompt's request shapes (``request_shape`` signals: shape -> the words that show it); None
+    #: when no detector of that kind ran (then no mode's ``shapes.requires`` is enforced).
+    shapes: dict[str, str] | None = None
     language: str | None = None  # the language the prompt was compared in (its examples' language)
     modes_without_examples: list[str] = Field(default_factory=list)
     weights: dict[str, float] = Field(default_factory=dict)

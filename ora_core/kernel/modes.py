@@ -79,6 +79,25 @@ class ModeSignals(_Strict):
         return cleaned
 
 
+class ModeShapes(_Strict):
+    """The request shapes (signals of kind ``request_shape``: ``choice``, ``case-for``, ``definition``,
+    ``creative``, ``context-reference``, ``assertion``, or any a detector names) a mode acts on in
+    pre-routing: a shape in ``claims`` counts for the mode as a strong phrase does; a mode with a
+    ``requires`` shape the prompt lacks stands aside (it cannot lead, compete or claim)."""
+
+    claims: list[str] = Field(default_factory=list)
+    requires: list[str] = Field(default_factory=list)
+
+    @field_validator("claims", "requires")
+    @classmethod
+    def _names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not isinstance(name, str) or not _NAME.match(name):
+                raise ValueError(f"every shape must be a name of lower-case letters, digits and dashes "
+                                 f"(e.g. 'case-for'), got {name!r}")
+        return value
+
+
 class ModeRetrieval(_Strict):
     """Retrieval type filters; ``streams`` overrides the filters for one stream."""
 
@@ -117,6 +136,7 @@ class ModeFrontMatter(_Strict):
     title: str = ""
     description: str = ""
     signals: ModeSignals = Field(default_factory=ModeSignals)
+    shapes: ModeShapes = Field(default_factory=ModeShapes)
     examples: list[StrictStr] = Field(default_factory=list)
     retrieval: ModeRetrieval = Field(default_factory=ModeRetrieval)
 
@@ -153,6 +173,7 @@ class Mode(BaseModel):
     title: str = ""
     description: str = ""
     signals: ModeSignals = Field(default_factory=ModeSignals)
+    shapes: ModeShapes = Field(default_factory=ModeShapes)
     examples: list[str] = Field(default_factory=list)
     retrieval: ModeRetrieval = Field(default_factory=ModeRetrieval)
     sections: dict[str, str] = Field(default_factory=dict)
@@ -224,7 +245,8 @@ def parse_mode_text(text: str, path: str, pack: str = "") -> tuple[Mode | None, 
     body = text[match.end():]
     sections = split_sections(body)
     mode = Mode(name=front.name, gear=front.gear, title=front.title, description=front.description,
-                signals=front.signals, examples=front.examples, retrieval=front.retrieval, sections=sections,
+                signals=front.signals, shapes=front.shapes, examples=front.examples, retrieval=front.retrieval,
+                sections=sections,
                 path=path, pack=pack)
     stem = Path(path).stem
     if stem != front.name:

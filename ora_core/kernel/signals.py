@@ -22,6 +22,7 @@ class SignalKind(str, Enum):
     UNSUPPORTED_SPECIFICS = "unsupported_specifics"
     INSTRUCTION = "instruction"
     CLOCK_CLAIM = "clock_claim"
+    REQUEST_SHAPE = "request_shape"
 
 
 #: What a signal of each kind does, by layer and strength (the text of docs/hooks.md's table).
@@ -59,6 +60,13 @@ SIGNAL_EFFECTS: dict[SignalKind, str] = {
         "with the contradiction named; contradicted again, the answer is the clock's own reading "
         "(`gear1-clock-answered-from-clock`). No detector of this kind installed: the clock answers, named "
         "(`gear1-clock-check-unavailable`)."),
+    SignalKind.REQUEST_SHAPE: (
+        "cleaned_prompt: what the prompt asks for by its form, the signal named for the shape. A mode "
+        "whose front matter `shapes.claims` names it counts it as a strong phrase; a mode whose "
+        "`shapes.requires` names a shape the prompt lacks stands aside (cannot lead, compete or claim); "
+        "`context-reference` (the request leans on something shared earlier that the prompt does not "
+        "contain) makes routing ask what it refers to, naming the words (best-guess: the fallback mode, "
+        "which names the assumption)."),
 }
 
 

@@ -62,6 +62,7 @@ class ScoringWeights(BaseModel):
     missing_word: float = model.MISSING_WORD
     max_missing_words: int = Field(default=model.MAX_MISSING_WORDS, ge=0)
     personal: float = model.PERSONAL
+    answer_lexical: float = model.ANSWER_LEXICAL
     candidates: int = Field(default=model.CANDIDATES, ge=1)
     clause_candidates: int = Field(default=model.CLAUSE_CANDIDATES, ge=0)
     unit_chars: int = Field(default=600, ge=50)
@@ -162,16 +163,20 @@ def sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
-def claim_logit(lexical: float, semantic: float, missing: int, missing_words: int, weights: ScoringWeights) -> float:
+def claim_logit(lexical: float, semantic: float, missing: int, missing_words: int, weights: ScoringWeights,
+                answer_lexical: float = 1.0) -> float:
+    """A claim's logit (``model``'s formula); ``answer_lexical`` is the whole answer's share of
+    content words the evidence has, the same for every claim of the answer."""
     return (weights.intercept + weights.lexical * lexical + weights.semantic * semantic
             + weights.missing_specific * min(missing, weights.max_missing)
-            + weights.missing_word * min(missing_words, weights.max_missing_words))
+            + weights.missing_word * min(missing_words, weights.max_missing_words)
+            + weights.answer_lexical * answer_lexical)
 
 
 def score_claims(claims: Sequence[str], items: Sequence[EvidenceItem], embedder: Embedder,
                  weights: ScoringWeights | None = None, *, threshold: float = 0.5,
                  index: EvidenceIndex | None = None, from_question: bool = False,
-                 denied: bool = False) -> list[ClaimScore]:
+                 denied: bool = False, answer_lexical: float = 1.0) -> list[ClaimScore]:
     """Score each claim against the evidence items (non-empty: the caller handles no evidence).
 
     ``from_question``: the claims are the proposition of the question a bare "Yes."/"No."
@@ -181,7 +186,9 @@ def score_claims(claims: Sequence[str], items: Sequence[EvidenceItem], embedder:
     not counted as ``missing_words`` (the answer adds none of its own).
     ``denied``: the answer denies that proposition (a bare "No."): a specific of it that the
     evidence lacks may be the very reason for the denial, so it is reported in ``specifics``
-    but neither counted nor failing."""
+    but neither counted nor failing.
+    ``answer_lexical``: the share of the whole answer's content words the evidence has (one value
+    for every claim of the answer; 1.0, the default, when the claims are all there is)."""
     weights = weights or ScoringWeights()
     index = index or EvidenceIndex.build(item.text for item in items)
     units = evidence_units(items, weights.unit_chars)
@@ -217,7 +224,7 @@ def score_claims(claims: Sequence[str], items: Sequence[EvidenceItem], embedder:
         # the question's proposition is worded by the asker: its share and similarity say how much of
         # its subject matter the evidence holds, and a bare yes/no adds no word of its own to count
         missing_words = [] if from_question else absent
-        logit = claim_logit(lexical, best, len(missing), len(missing_words), weights)
+        logit = claim_logit(lexical, best, len(missing), len(missing_words), weights, answer_lexical)
         score = round(sigmoid(logit), 4)
         scores.append(ClaimScore(
             claim=claim, score=score, logit=round(logit, 4), lexical=round(lexical, 4), semantic=round(best, 4),

@@ -98,7 +98,8 @@ def test_each_claim_scores_as_the_logistic_model_of_its_features(verifier):
         missing = min(len(c["missing_specifics"]), model.MAX_MISSING)
         absent = min(len(c["missing_words"]), model.MAX_MISSING_WORDS)
         expected = model.INTERCEPT + model.LEXICAL * c["lexical"] + model.SEMANTIC * c["semantic"] \
-            + model.MISSING_SPECIFIC * missing + model.MISSING_WORD * absent
+            + model.MISSING_SPECIFIC * missing + model.MISSING_WORD * absent \
+            + model.ANSWER_LEXICAL * verdict.data["answer_lexical"]
         assert c["logit"] == pytest.approx(expected, abs=1e-3)
         assert c["score"] == pytest.approx(sigmoid(expected), abs=1e-3)
     weakest = min(verdict.data["claims"], key=lambda c: c["logit"])
@@ -120,7 +121,9 @@ def test_chit_chat_lowers_the_score_by_the_fitted_weight_and_is_named(verifier):
     chatty = verifier.verify("I agree! " + answer + " Have you been there?", EVIDENCE)  # no claim but the answer
     assert "personal" not in plain.data
     assert chatty.data["personal"] == ["I agree!", "Have you been there?"]
-    assert logit(chatty.score) - logit(plain.score) == pytest.approx(model.PERSONAL, abs=0.02)
+    # the chatty answer's extra words also lower its share of content words in the evidence
+    shares = model.ANSWER_LEXICAL * (chatty.data["answer_lexical"] - plain.data["answer_lexical"])
+    assert logit(chatty.score) - logit(plain.score) == pytest.approx(model.PERSONAL + shares, abs=0.02)
     assert any("talk about the speaker or the listener" in r and "I agree!" in r for r in chatty.reasons)
     assert "lowered because the answer talks about the speaker or the listener" in chatty.reasons[0]
 
@@ -151,7 +154,8 @@ def test_missing_words_are_the_content_words_the_evidence_lacks_counted_up_to_th
     (c,) = verdict.data["claims"]
     assert c["missing_words"] == ["painted", "bright", "purple", "lonely", "travelling", "monks"]
     expected = model.INTERCEPT + model.LEXICAL * c["lexical"] + model.SEMANTIC * c["semantic"] \
-        + model.MISSING_WORD * model.MAX_MISSING_WORDS  # six absent words count as the cap
+        + model.MISSING_WORD * model.MAX_MISSING_WORDS \
+        + model.ANSWER_LEXICAL * verdict.data["answer_lexical"]  # six absent words count as the cap
     assert c["logit"] == pytest.approx(expected, abs=1e-3)
     assert "not in the evidence: painted, bright, purple" in verdict.raw_output.replace("words ", "")
 
@@ -169,3 +173,18 @@ def test_a_claim_restating_part_of_a_long_sentence_is_compared_with_that_part(em
     assert whole["best_evidence"] == evidence[0]
     assert by_parts["best_evidence"] == "regarded as one of the most significant cultural icons of the 20th century."
     assert by_parts["semantic"] > whole["semantic"] + 0.05
+
+
+@pytest.mark.slow
+def test_the_whole_answers_share_of_evidence_words_enters_every_claims_logit(verifier):
+    """Issue 25's answer-level term: what an answer adds anywhere lowers each claim's logit by
+    ANSWER_LEXICAL times the drop in the answer's share of content words the evidence has."""
+    claim = "The tower was completed in 1889 for the World's Fair in Paris."
+    plain = verifier.verify(claim, EVIDENCE)
+    padded = verifier.verify(claim + " Its gleaming bronze dragons enchant the violet harbour.", EVIDENCE)
+    assert 0.0 <= padded.data["answer_lexical"] < plain.data["answer_lexical"] <= 1.0
+    first = {v.data["claims"][0]["claim"]: v.data["claims"][0]["logit"] for v in (plain, padded)}
+    assert len(first) == 1  # the same first claim, scored in both answers
+    drop = model.ANSWER_LEXICAL * (padded.data["answer_lexical"] - plain.data["answer_lexical"])
+    assert padded.data["claims"][0]["logit"] - plain.data["claims"][0]["logit"] == pytest.approx(drop, abs=1e-3)
+    assert "answer_lexical" in padded.data

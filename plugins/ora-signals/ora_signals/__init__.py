@@ -91,4 +91,7 @@ def _modes(ctx: Any) -> Any:
 
 @hookimpl
 def ora_register_detectors(register: Callable[..., None]) -> None:
+    from ora_signals.shapes import RequestShapeDetector
+
     register(ModeSignalDetector())
+    register(RequestShapeDetector())
