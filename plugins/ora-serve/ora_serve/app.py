@@ -196,7 +196,7 @@ def _answered(run: TurnRun) -> bool:
 
 
 def _ora_headers(run: TurnRun) -> dict[str, str]:
-    headers = {"x-ora-trace-id": run.turn_id}
+    headers = {"x-ora-trace-id": run.turn_id, "x-ora-worker": str(os.getpid())}
     if run.result is not None:
         headers["x-ora-status"] = run.result.status
     return headers
@@ -224,7 +224,8 @@ async def chat_completions(request: Request) -> Response:
     if chat.stream:
         include_usage = bool(chat.stream_options and chat.stream_options.include_usage)
         return StreamingResponse(_stream(run, chat.model, include_usage, scope_info), media_type="text/event-stream",
-                                 headers={"x-ora-trace-id": turn_id, "cache-control": "no-cache"})
+                                 headers={"x-ora-trace-id": turn_id, "x-ora-worker": str(os.getpid()),
+                                          "cache-control": "no-cache"})
     watcher = asyncio.ensure_future(_watch_disconnect(request, run))
     try:
         await run.done.wait()
