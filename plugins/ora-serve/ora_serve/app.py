@@ -340,9 +340,10 @@ async def turn_events(request: Request) -> Response:
     async def events() -> AsyncIterator[Any]:
         async for entry in source:
             yield ServerSentEvent(data=json.dumps(entry["data"], ensure_ascii=False, separators=(",", ":")),
-                                  id=str(entry["id"]), event=entry["event"])
+                                  id=str(entry["id"]), event=entry["event"], sep="\n")
 
     return EventSourceResponse(events(), sep="\n", ping=KEEPALIVE_S,
+                               ping_message_factory=lambda: ServerSentEvent(comment="keep-alive", sep="\n"),
                                shutdown_grace_period=server.settings.shutdown_grace_s + 2)
 
 
