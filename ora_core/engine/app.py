@@ -274,7 +274,7 @@ class Ora:
         from ora_core.engine.backend_report import check_backends
 
         wanted = list(self.config.config.backends) if names is None else names
-        return await check_backends(self.config, self.host, wanted, self.runtime.redactor)
+        return await check_backends(self.config.config, self.host, wanted, self.runtime.redactor)
 
 
 async def _interrupt(task: asyncio.Future[TurnResult], reason: str, *, raise_interrupted: bool = True) -> None:
