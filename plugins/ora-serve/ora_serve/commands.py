@@ -87,7 +87,7 @@ def serve(
 
     try:
         run_server(settings)
-    except Exception as exc:  # an error opening Ora (named by it) or binding the port
+    except Exception as exc:  # noqa: BLE001 - opening Ora or binding the port: named, exit 1
         from ora_core.api import redact_text
 
         raise ora.fail(f"ora serve: {redact_text(str(exc), [api_key] if api_key else [])}") from None

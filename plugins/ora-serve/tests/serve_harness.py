@@ -10,12 +10,10 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 ORA = str(Path(sys.executable).with_name("ora"))
 ANSWER = ("Harness vendors bundle foundation models with their own tooling, evaluation suites and deployment "
