@@ -282,12 +282,13 @@ async def _stream(run: TurnRun, model: str, include_usage: bool, scope_info: dic
                 await asyncio.wait_for(run.done.wait(), KEEPALIVE_S)
             except TimeoutError:
                 yield b": keep-alive\n\n"
-    except asyncio.CancelledError:
-        if run.cancel("client-disconnected"):
-            log.info("ora serve: client gone; cancelling turn %s in step %s", run.turn_id, run.step or "-")
-        await asyncio.shield(run.done.wait())
-        scope_info["ora_status"] = "interrupted"
-        raise
+    finally:
+        # cancelled while waiting (Starlette saw the disconnect), or closed at a yield: the client is gone.
+        # The turn runs as a task of its own: it closes its trace there, nothing here waits for it.
+        if not run.done.is_set():
+            scope_info["ora_status"] = "interrupted"
+            if run.cancel("client-disconnected"):
+                log.info("ora serve: client gone; cancelling turn %s in step %s", run.turn_id, run.step or "-")
     result = run.result
     scope_info["ora_status"] = result.status if result is not None else "error"
     if not _answered(run):
