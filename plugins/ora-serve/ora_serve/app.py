@@ -132,8 +132,8 @@ class Server:
                 r for g in GEAR_ROLES.values() for r in g))
             found: dict[str, dict[str, Any]] = {}
             for role in roles:
-                name = getattr(config.roles, role, None)
-                row = rows.get(name or "")
+                name = str(getattr(config.roles, role, "") or "")
+                row = rows.get(name)
                 if row is None:
                     continue
                 entry = found.setdefault(name, {"backend": name, "type": row["type"], "model": row["model"],

@@ -113,3 +113,33 @@ def test_a_wrong_api_key_is_a_401_the_openai_client_raises_and_the_key_never_rea
         if path.is_file():
             assert KEY not in path.read_text(encoding="utf-8", errors="replace"), path
     assert KEY not in served.log()
+
+
+def run_serve(tmp_path, *args, config_text=None):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    config = tmp_path / "bad.toml"
+    if config_text is not None:
+        config.write_text(config_text, encoding="utf-8")
+    ora = str(Path(sys.executable).with_name("ora"))
+    return subprocess.run([ora, "serve", "--config", str(config), "--port", "0", *args], capture_output=True,
+                          text=True, timeout=120, env=isolated_env(tmp_path), cwd=tmp_path)
+
+
+def test_a_serve_table_with_an_unknown_key_fails_before_binding_naming_the_table_and_key(tmp_path):
+    proc = run_serve(tmp_path, config_text='[plugins.serve]\nmax_turnz = 3\n')
+    assert proc.returncode == 1
+    assert "plugins.serve" in proc.stderr and "max_turnz" in proc.stderr
+    assert "Uvicorn running" not in proc.stdout + proc.stderr
+
+
+def test_a_wrong_flag_value_fails_naming_the_setting(tmp_path):
+    proc = run_serve(tmp_path, "--workers", "0", config_text="")
+    assert proc.returncode == 2 and "workers" in proc.stderr
+
+
+def test_a_malformed_configuration_file_fails_naming_the_file(tmp_path):
+    proc = run_serve(tmp_path, config_text="[trace\nroot = 1\n")
+    assert proc.returncode == 1 and "bad.toml" in proc.stderr
