@@ -4,7 +4,7 @@ A scripted backend whose every model call takes 100 ms (``latency_s = 0.1``); ea
 (analyst, model verifier: two calls, ``ok``), Phase A skipped, no retrieval stream, the forensic trace on.
 
 (a) 50 concurrent non-streaming turns through ``ora serve`` (1 worker, a process of its own, reached over
-    HTTP by an ``httpx.AsyncClient``) vs the same 50 through ``Ora.arun`` in this process, interleaved for
+    HTTP by an ``aiohttp`` client) vs the same 50 through ``Ora.arun`` in this process, interleaved for
     ``--rounds`` rounds: requests per second of each (target: served >= 0.9x in process), and the p95
     latency the server adds (p95 of the served turns' latencies less the in-process turns' p95, medians
     over the rounds; target <= 15 ms).
@@ -129,15 +129,21 @@ async def in_process(ora: Any, turns: int) -> tuple[float, list[float]]:
 
 
 async def served(base_url: str, turns: int) -> tuple[float, list[float]]:
+    """The turns as HTTP requests, from aiohttp (the lightest client at hand: on two cores the client's CPU
+    competes with the server's, and the in-process side pays none)."""
+    import aiohttp
+
     body = {"model": "ora/standard", "messages": [{"role": "user", "content": PROMPT}]}
-    limits = httpx.Limits(max_connections=turns + 10, max_keepalive_connections=turns + 10)
-    async with httpx.AsyncClient(base_url=base_url, limits=limits, timeout=120) as client:
-        await client.get("/healthz")
+    connector = aiohttp.TCPConnector(limit=turns + 10)
+    async with aiohttp.ClientSession(base_url, connector=connector, timeout=aiohttp.ClientTimeout(total=120)) as client:
+        async with client.get("/healthz") as warm:
+            await warm.read()
 
         async def one() -> float:
             start = time.perf_counter()
-            response = await client.post("/v1/chat/completions", json=body)
-            assert response.status_code == 200 and response.headers["x-ora-status"] == "ok", response.text[:500]
+            async with client.post("/v1/chat/completions", json=body) as response:
+                text = await response.read()
+                assert response.status == 200 and response.headers["x-ora-status"] == "ok", text[:500]
             return time.perf_counter() - start
 
         start = time.perf_counter()
