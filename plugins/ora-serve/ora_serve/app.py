@@ -157,19 +157,22 @@ def _error_response(exc: RequestError) -> JSONResponse:
     return JSONResponse(exc.body(), status_code=exc.status, headers=exc.headers)
 
 
-def _failure(run: TurnRun) -> tuple[int, dict[str, Any]]:
+def failure_of(run: TurnRun) -> tuple[int, dict[str, Any]]:
     """The HTTP status and OpenAI-shaped error of a turn that did not answer (``docs/serve.md``)."""
     result, error = run.result, run.error
     if result is not None:  # a halted turn: its diagnostic, its trace
         diagnostic = result.diagnostic or {}
-        message = str(diagnostic.get("message") or "the turn halted")
+        message = str(diagnostic.get("message") or diagnostic.get("final_failure") or "no diagnostic message")
+        error = diagnostic.get("error") if isinstance(diagnostic.get("error"), dict) else {}
+        failed_class = str(diagnostic.get("error_class") or error.get("error_class") or "")
         interruption = result.interruption
         if interruption is not None and interruption.reason == "shutdown":
             status, kind, code = 503, "server_error", "shutting_down"
         elif interruption is not None:
             status, kind, code = 499, "cancelled", f"interrupted_{interruption.reason}"
-        elif str(diagnostic.get("error_class", "")).startswith("Backend"):
+        elif failed_class.startswith("Backend"):  # every backend of a role failed: the upstream's fault
             status, kind, code = 502, "backend_error", "turn_halted"
+            message = f"{message} ({failed_class}: {error.get('message') or diagnostic.get('message', '')})"
         else:
             status, kind, code = 500, "turn_halted", "turn_halted"
         return status, error_body(f"the turn halted: {message}", type=kind, code=code, ora=ora_object(result))
@@ -234,7 +237,7 @@ async def chat_completions(request: Request) -> Response:
     scope_info["ora_status"] = run.result.status if run.result is not None else "error"
     if _answered(run):
         return JSONResponse(completion(run.result, chat.model), headers=_ora_headers(run))
-    status, body = _failure(run)
+    status, body = failure_of(run)
     return JSONResponse(body, status_code=status, headers=_ora_headers(run))
 
 
@@ -292,7 +295,7 @@ async def _stream(run: TurnRun, model: str, include_usage: bool, scope_info: dic
     result = run.result
     scope_info["ora_status"] = result.status if result is not None else "error"
     if not _answered(run):
-        _, body = _failure(run)
+        _, body = failure_of(run)
         yield sse_data(body)
         return
     yield sse_data(chunk(run.turn_id, model, created, {"content": content_of(result)}))

@@ -78,9 +78,12 @@ def test_halted_row_non_streaming_is_an_http_error_with_the_diagnostic_and_the_t
     with pytest.raises(openai.APIStatusError) as caught:
         client(served).chat.completions.create(model="ora/standard", messages=user(QUESTION))
     error = caught.value
-    assert error.status_code == 500
+    assert error.status_code == 502  # every backend of the analyst failed: the upstream's fault
     body = error.body
-    assert body["type"] == "turn_halted" and "halted" in body["message"]
+    assert body["type"] == "backend_error" and body["code"] == "turn_halted"
+    assert body["message"] == ("the turn halted: the analyst produced no usable output (backend:unavailable) "
+                               "(BackendUnavailable: scripted unavailable)")
+    assert body["ora"]["diagnostic"]["step"] == "gear2-analyst"
     trace_id = body["ora"]["trace_id"]
     assert error.response.headers["x-ora-status"] == "halted"
     assert served.turn_json(trace_id)["status"] == "halted"
@@ -131,3 +134,19 @@ def test_models_list_one_model_per_mode_plus_auto_each_with_gear_and_backends(se
     assert standard["gear"] == 2 and standard["mode"] == "standard"
     assert standard["backends"][0]["backend"] == "local" and "analyst" in standard["backends"][0]["roles"]
     assert models["ora/simple"].model_extra["ora"]["gear"] == 1
+
+
+def test_a_halted_turn_without_a_backend_error_maps_to_500_turn_halted():
+    """The mapping itself, on a result as the engine builds it for a step out of retries."""
+    from ora_serve.app import failure_of
+    from ora_serve.turns import TurnRun
+
+    from ora_core.api import TurnResult
+
+    run = TurnRun("t-1", None)
+    run.result = TurnResult(status="halted", turn_id="t-1", diagnostic={
+        "step": "gear2-analyst", "final_failure": "confidence below 0.65 after 2 retries"})
+    status, body = failure_of(run)
+    assert status == 500 and body["error"]["type"] == "turn_halted"
+    assert body["error"]["message"] == "the turn halted: confidence below 0.65 after 2 retries"
+    assert body["error"]["ora"]["status"] == "halted" and body["error"]["ora"]["trace_id"] == "t-1"

@@ -52,7 +52,7 @@ def test_the_halted_chat_stream_ends_with_the_error_line_and_no_done(serve):
     events = [line for line in out.split("\n") if line]
     assert "data: [DONE]" not in events and len(events) == 2
     error = json.loads(events[-1][6:])["error"]
-    assert error["type"] == "turn_halted" and error["ora"]["status"] == "halted"
+    assert error["type"] == "backend_error" and error["ora"]["status"] == "halted"
 
 
 def sse_events(text):
