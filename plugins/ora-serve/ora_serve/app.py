@@ -347,6 +347,8 @@ async def turn_events(request: Request) -> Response:
                                   id=str(entry["id"]), event=entry["event"], sep="\n")
 
     return EventSourceResponse(events(), sep="\n", ping=KEEPALIVE_S,
+                               headers={"x-ora-worker": str(os.getpid()),
+                                        "x-ora-events-source": "memory" if run is not None else "journal"},
                                ping_message_factory=lambda: ServerSentEvent(comment="keep-alive", sep="\n"),
                                shutdown_grace_period=server.settings.shutdown_grace_s + 2)
 

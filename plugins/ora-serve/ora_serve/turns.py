@@ -66,13 +66,26 @@ class TurnRun:
         signal, self._signal = self._signal, asyncio.Event()
         signal.set()
 
+    def open_journal(self) -> None:
+        """Create the turn's journal as the turn starts (empty): from then on any worker knows the turn."""
+        if self.journal_path is None or self.journal_error is not None or self._journal is not None:
+            return
+        try:
+            self.journal_path.parent.mkdir(parents=True, exist_ok=True)
+            self._journal = self.journal_path.open("a", encoding="utf-8")
+        except OSError as exc:
+            self.journal_error = f"{self.journal_path}: {exc.strerror or exc}"
+            log.warning("ora serve: turn %s: its event journal cannot be created (%s); its events stream "
+                        "from this worker only while it runs", self.turn_id, self.journal_error)
+
     def _write(self, entry: dict[str, Any]) -> None:
         if self.journal_path is None or self.journal_error is not None:
             return
         try:
             if self._journal is None:
-                self.journal_path.parent.mkdir(parents=True, exist_ok=True)
-                self._journal = self.journal_path.open("a", encoding="utf-8")
+                self.open_journal()
+                if self._journal is None:
+                    return
             self._journal.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
             self._journal.flush()
         except OSError as exc:
@@ -144,6 +157,7 @@ class TurnBoard:
 
     def start(self, turn_id: str, prompt: str, **options: Any) -> TurnRun:
         run = TurnRun(turn_id, self.journal_for(turn_id))
+        run.open_journal()
         self.in_flight[turn_id] = run
         run.task = asyncio.ensure_future(self._drive(run, prompt, options))
         return run

@@ -154,3 +154,24 @@ def test_two_workers_twenty_concurrent_turns_each_trace_complete_in_one_root(ser
     for trace_id in ids[:4]:
         text = httpx.get(served.base_url + f"/v1/ora/turns/{trace_id}/events", timeout=30).text
         assert text.rstrip().endswith("}") and "event: turn_finished" in text
+
+
+def test_another_worker_follows_a_running_turn_from_its_journal_to_turn_finished(serve):
+    served = serve("--workers", "2", latency_s=0.8)
+    with httpx.stream("POST", served.base_url + "/v1/chat/completions", json=chat_body(stream=True),
+                      timeout=60) as chat:
+        trace_id, runner = chat.headers["x-ora-trace-id"], chat.headers["x-ora-worker"]
+        followed = None
+        for _ in range(40):  # new connections until one lands on the other worker
+            with httpx.Client(timeout=60) as other, \
+                    other.stream("GET", served.base_url + f"/v1/ora/turns/{trace_id}/events") as events:
+                if events.headers["x-ora-worker"] != runner:
+                    assert events.headers["x-ora-events-source"] == "journal"
+                    followed = "".join(events.iter_text())
+                    break
+        rest = "".join(chat.iter_text())
+    assert followed is not None, "no events request reached the other worker in 40 connections"
+    assert "data: [DONE]" in rest
+    kinds = [line[7:] for line in followed.split("\n") if line.startswith("event: ")]
+    ids = [int(line[4:]) for line in followed.split("\n") if line.startswith("id: ")]
+    assert kinds[0] == "step_started" and kinds[-1] == "turn_finished" and ids == list(range(1, len(ids) + 1))
