@@ -22,6 +22,7 @@ runtime's ``Redactor``; the events are the trace's, redacted before any listener
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -213,8 +214,13 @@ class Ora:
         queue: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
 
+        loop_thread = threading.get_ident()
+
         def push(event: Any) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, event)
+            if threading.get_ident() == loop_thread:  # most events: no wake-up write through the self-pipe
+                queue.put_nowait(event)
+            else:  # a retriever's or a close thread's event
+                loop.call_soon_threadsafe(queue.put_nowait, event)
 
         async def turn() -> TurnResult:
             try:
