@@ -12,10 +12,6 @@ from typing import Any
 
 import typer
 
-from ora_core.engine.backend_report import backend_rows, check_backends, structured_output
-
-__all__ = ["backend_rows", "check_backends", "structured_output", "group"]
-
 
 #: ``ora models``: its commands below (the root app adds it: ``ora_core/cli/app.py``).
 group = typer.Typer(help="Configured model backends.", no_args_is_help=True)
@@ -33,6 +29,8 @@ def models_list(
 
     resolved = get_config()
     config, host = resolved.config, get_host()
+    from ora_core.engine.backend_report import backend_rows, check_backends  # here: `ora --help` stays light
+
     rows = backend_rows(config, host)
     if check:
         checks = asyncio.run(check_backends(config, host, [r["backend"] for r in rows], state.redactor))
