@@ -12,7 +12,6 @@ from typing import Any
 
 import typer
 
-
 #: ``ora models``: its commands below (the root app adds it: ``ora_core/cli/app.py``).
 group = typer.Typer(help="Configured model backends.", no_args_is_help=True)
 
