@@ -53,6 +53,7 @@ class TurnRun:
         self._signal = asyncio.Event()
         self.journal_path = journal
         self._journal: Any = None
+        self._flush_pending = False
         self.journal_error: str | None = None
 
     # --- events ----------------------------------------------------------------------------------
@@ -87,6 +88,21 @@ class TurnRun:
                 if self._journal is None:
                     return
             self._journal.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
+            if entry["event"] in END_EVENTS:
+                self._journal.flush()
+            elif not self._flush_pending:  # one flush for the events of one loop iteration (a burst)
+                self._flush_pending = True
+                asyncio.get_running_loop().call_soon(self._flush)
+        except OSError as exc:
+            self.journal_error = f"{self.journal_path}: {exc.strerror or exc}"
+            log.warning("ora serve: turn %s: its event journal cannot be written (%s); its events stream "
+                        "from this worker only while it runs", self.turn_id, self.journal_error)
+
+    def _flush(self) -> None:
+        self._flush_pending = False
+        if self._journal is None or self.journal_error is not None or self._journal.closed:
+            return
+        try:
             self._journal.flush()
         except OSError as exc:
             self.journal_error = f"{self.journal_path}: {exc.strerror or exc}"
