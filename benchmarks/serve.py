@@ -5,7 +5,8 @@ A scripted backend whose every model call takes 100 ms (``latency_s = 0.1``); ea
 
 (a) 50 concurrent non-streaming turns through ``ora serve`` (1 worker, a process of its own, reached over
     HTTP by an ``aiohttp`` client) vs the same 50 through ``Ora.arun`` in this process, interleaved for
-    ``--rounds`` rounds: requests per second of each (target: served >= 0.9x in process), and the p95
+    ``--rounds`` rounds: requests per second of each (target: served >= 0.9x in process, the median of the
+    rounds' ratios: each round's two sides run back to back under the same load), and the p95
     latency the server adds (p95 of the served turns' latencies less the in-process turns' p95, medians
     over the rounds; target <= 15 ms).
 (b) Time to the first SSE event: a streaming request, sent alone, until its first ``data:`` line arrives
@@ -220,12 +221,14 @@ def main() -> int:
     rps_served = statistics.median(args.turns / remote[0] for _, remote in rows)
     added = statistics.median((percentile(remote[1], 0.95) - percentile(local[1], 0.95)) * 1000
                               for local, remote in rows)
-    ratio = rps_served / rps_local
+    # the ratio of each interleaved round, their median: the machine's load drifts between rounds, and a
+    # round's two sides ran back to back under the same load
+    ratio = statistics.median((local[0] / remote[0]) for local, remote in rows)
     ttfe = statistics.median(chat_first) * 1000
     ttfe_p95 = percentile(chat_first, 0.95) * 1000
     events = statistics.median(events_first) * 1000
     targets = [
-        ("(a) requests/s, served vs in process", f"{rps_served:.1f} vs {rps_local:.1f} = x{ratio:.2f}",
+        ("(a) requests/s, served vs in process", f"{rps_served:.1f} vs {rps_local:.1f}, per round x{ratio:.2f}",
          f">= x{TARGET_RPS}", ratio >= TARGET_RPS),
         ("(a) p95 latency the server adds", f"{added:+.1f} ms", f"<= {TARGET_ADDED_P95_MS:g} ms",
          added <= TARGET_ADDED_P95_MS),
