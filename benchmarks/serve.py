@@ -14,7 +14,7 @@ A scripted backend whose every model call takes 100 ms (``latency_s = 0.1``); ea
     first event of the turn's events stream (``GET /v1/ora/turns/{id}/events``) opened right after.
 (c) Memory of an idle worker: its RSS after start-up and again after the turns (``/proc/<pid>/status``).
 
-    python benchmarks/serve.py [--turns 50] [--rounds 3] [--samples 20] [--strict]
+    python benchmarks/serve.py [--turns 50] [--rounds 5] [--samples 20] [--strict]
 
 ``--strict`` exits 1 when a target is missed. The load average is printed before and after: figures
 measured beside other processes are noisy; read the ratios.
@@ -184,7 +184,7 @@ def verdict(met: bool) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--turns", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--samples", type=int, default=20)
     parser.add_argument("--strict", action="store_true", help="exit 1 when a target is missed")
     args = parser.parse_args()
