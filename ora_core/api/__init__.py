@@ -40,7 +40,7 @@ _KERNEL_MODELS = (
     "Message", "StopUnless", "CompletionParams", "Completion", "ModelCallRecord",
     "Provenance", "Chunk", "EmptyReason", "EmptyDiagnosis", "Retrieval", "RetrievalFilters",
     "Signal", "VerdictStatus", "Verdict", "Contingency", "StepHealth", "TurnStatus", "EventKind",
-    "TraceEvent", "TurnInfo", "TurnResult", "PhaseAResult", "ModeCandidate", "SignalStrengthSummary",
+    "TraceEvent", "TurnInfo", "TurnResult", "Interruption", "PhaseAResult", "ModeCandidate", "SignalStrengthSummary",
     "RoutingDecision", "BudgetSignal", "BudgetReport", "BUDGET_SIGNAL_NAMES", "RagFailure",
     "ContextPackage", "EvidencePackage", "FaultPoint", "FaultSite", "ModelRequest", "ModelReply",
     "VerificationCall", "StepMaterial", "RoutingAudit", "NearestExample", "ClarificationAnswer",
@@ -92,6 +92,7 @@ _EXPORTS: dict[str, str] = {
     "answer_clarification": "ora_core.engine.app",
     "PluginHost": "ora_core.kernel.plugins",
     "ReplayResult": "ora_core.engine.replay",
+    "TurnInterrupted": "ora_core.engine.runner",
     "TurnEvent": "ora_core.engine.events",
     "StepStarted": "ora_core.engine.events",
     "StepFinished": "ora_core.engine.events",
@@ -133,6 +134,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and editors only
         VerdictReached,
     )
     from ora_core.engine.replay import ReplayResult
+    from ora_core.engine.runner import TurnInterrupted
     from ora_core.kernel.commands import CommandContext
     from ora_core.kernel.components import (
         BackendFactory,

@@ -10,7 +10,9 @@ mode, the question and the answer recorded in its trace; with ``--json`` or with
 turn returns ``needs_clarification`` (exit 3) unless ``--best-guess`` (or ``[pipeline] best_guess``)
 continues on the best candidate. Exit codes: 0 ok or degraded, 1 configuration or plugin error,
 2 usage error (an empty prompt, a missing or non-UTF-8 prompt file, empty standard input, an unknown
-fault-injection mode), 3 needs_clarification, 4 halted (the diagnostic is printed).
+fault-injection mode), 3 needs_clarification, 4 halted (the diagnostic is printed), 130 interrupted
+(Ctrl-C: the turn is cancelled with reason ``user-interrupt``, every call it awaited cancelled, its
+trace closed as ``halted`` with the interruption and the step it was in, and its path printed).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import typer
 
 from ora_core.cli.state import (
     EXIT_HALTED,
+    EXIT_INTERRUPTED,
     EXIT_NEEDS_CLARIFICATION,
     EXIT_USAGE,
     echo,
@@ -152,6 +155,8 @@ def run(
         print_result(result)
     if result.status == "needs_clarification":
         raise typer.Exit(EXIT_NEEDS_CLARIFICATION)
+    if result.interruption is not None:
+        raise typer.Exit(EXIT_INTERRUPTED)
     if result.status == "halted":
         raise typer.Exit(EXIT_HALTED)
 
@@ -178,16 +183,43 @@ def ask_clarification(result: Any) -> Any:
     return None
 
 
+#: The reason ``ora run`` gives a turn it cancels on Ctrl-C (``TurnResult.interruption.reason``).
+USER_INTERRUPT = "user-interrupt"
+
+
 async def _consume(ora: Any, prompt: str, progress: bool, **options: Any) -> Any:
+    """The turn's events to the progress lines; its result. Ctrl-C (SIGINT) cancels the turn with
+    reason ``user-interrupt``: its result is then the interrupted one, its trace closed."""
+    import asyncio
+    import signal
+
+    from ora_core.engine.runner import TurnInterrupted
+
+    loop = asyncio.get_running_loop()
+    me = asyncio.current_task()
+    try:
+        loop.add_signal_handler(signal.SIGINT, me.cancel, USER_INTERRUPT)  # type: ignore[union-attr]
+        handled = True
+    except (NotImplementedError, RuntimeError, ValueError):
+        # not the main thread, or no signal support here: Ctrl-C is asyncio.run's own (it cancels this
+        # task without a message, so the turn is still closed, with the reason "cancelled")
+        handled = False
     result = None
-    async for event in ora.stream(prompt, **options):
-        if event.type == "turn_finished":
-            result = event.result
-            continue
-        if progress:
-            line = progress_line(event)
-            if line is not None:
-                print(redact_error(line), file=sys.stderr, flush=True)
+    try:
+        async for event in ora.stream(prompt, **options):
+            if event.type == "turn_finished":
+                result = event.result
+                continue
+            if progress:
+                line = progress_line(event)
+                if line is not None:
+                    print(redact_error(line), file=sys.stderr, flush=True)
+    except TurnInterrupted as exc:
+        echo_err(f"ora: interrupted ({exc.reason}); the turn was cancelled and its trace closed")
+        return exc.result
+    finally:
+        if handled:
+            loop.remove_signal_handler(signal.SIGINT)
     assert result is not None
     return result
 
@@ -211,6 +243,9 @@ def print_result(result: Any) -> None:
             key = f"{signal.detector}:{signal.name}"
             counts[key] = counts.get(key, 0) + 1
         echo("signals: " + ", ".join(f"{k} x{n}" if n > 1 else k for k, n in counts.items()))
+    if result.interruption is not None:
+        where = f" in step {result.interruption.step}" if result.interruption.step else ""
+        echo(f"interrupted: {result.interruption.reason}{where}")
     if result.tracing_degraded:
         echo("tracing: degraded (see stderr)")
     echo(f"trace: {result.trace_path or '(none written)'}")

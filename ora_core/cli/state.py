@@ -28,6 +28,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_NEEDS_CLARIFICATION = 3
 EXIT_HALTED = 4
+EXIT_INTERRUPTED = 130  # Ctrl-C: the turn was interrupted and its trace closed (128 + SIGINT)
 
 
 class _State:

@@ -22,6 +22,7 @@ runtime's ``Redactor``; the events are the trace's, redacted before any listener
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator, Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -29,13 +30,14 @@ from typing import Any
 from ora_core.engine.backends import BackendPool
 from ora_core.engine.events import TurnFinished, from_trace
 from ora_core.engine.routing import JUST_ANSWER_MODE
-from ora_core.engine.runner import run_turn_async
+from ora_core.engine.runner import TurnInterrupted, cancel_reason, run_turn_async
 from ora_core.engine.runtime import Runtime
 from ora_core.kernel.config import ResolvedConfig, check_options, deep_merge, load_config
 from ora_core.kernel.errors import OraError, UsageError
 from ora_core.kernel.models import ClarificationAnswer, TurnResult
 from ora_core.kernel.plugins import PluginHost
 from ora_core.kernel.redaction import Redactor, redact_exception
+from ora_core.kernel.trace import check_turn_id, new_turn_id
 
 
 def nest_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -152,11 +154,20 @@ class Ora:
     async def arun(self, prompt: str, *, mode: str | None = None, best_guess: bool | None = None,
                    inject: str | None = None, conversation_id: str | None = None,
                    on_event: Callable[[Any], None] | None = None,
-                   clarification: ClarificationAnswer | None = None) -> TurnResult:
+                   clarification: ClarificationAnswer | None = None, turn_id: str | None = None) -> TurnResult:
         """Run one turn. ``on_event`` sees each typed event (``TurnEvent``) as it happens, from
         whichever thread emitted it; ``stream`` is the async-iterator form. ``clarification``
-        answers a previous turn's ``needs_clarification`` (``answer_clarification`` builds it)."""
+        answers a previous turn's ``needs_clarification`` (``answer_clarification`` builds it).
+        ``turn_id`` is the id the turn and its trace will carry (``Ora.new_turn_id()``; a new one by
+        default): known before the turn's first event.
+
+        Cancelling the task that awaits it (``task.cancel("client-disconnected")``: the message is the
+        reason) cancels every model call, retrieval and verifier the turn is awaiting, closes its trace
+        as ``halted`` with ``result.interruption`` (reason and step), and raises ``TurnInterrupted``
+        (a ``CancelledError`` carrying that result)."""
         check_prompt(prompt)
+        if turn_id is not None:
+            check_turn_id(turn_id)
         observer = None
         if on_event is not None:
             def observer(trace_event: Any) -> None:
@@ -166,7 +177,10 @@ class Ora:
         try:
             result = await run_turn_async(self.runtime, prompt, conversation_id=conversation_id, mode=mode,
                                           best_guess=best_guess, inject=inject, on_event=observer,
-                                          clarification=clarification)
+                                          clarification=clarification, turn_id=turn_id)
+        except TurnInterrupted as exc:
+            exc.result = redact_result(exc.result, redactor)
+            raise
         except OraError as exc:
             redact_exception(exc, redactor)
             raise
@@ -183,43 +197,103 @@ class Ora:
 
     async def stream(self, prompt: str, *, mode: str | None = None, best_guess: bool | None = None,
                      inject: str | None = None, conversation_id: str | None = None,
-                     clarification: ClarificationAnswer | None = None) -> AsyncIterator[Any]:
+                     clarification: ClarificationAnswer | None = None,
+                     turn_id: str | None = None) -> AsyncIterator[Any]:
         """Yield the turn's typed events as they happen; the last is ``TurnFinished`` (with the result).
 
         An error that stops the turn from running at all (``UsageError``, ``ConfigError``) is raised
-        from the iteration, after any events already yielded."""
+        from the iteration, after any events already yielded. The turn is interrupted when its
+        consumer is: cancelled while waiting for the next event (the cancel message is the reason:
+        the iteration waits for the turn's trace to close, then raises ``TurnInterrupted``), or
+        closing the iteration early (``aclose()``: reason ``consumer-closed``, the trace closed before
+        ``aclose()`` returns)."""
         check_prompt(prompt)
+        if turn_id is not None:
+            check_turn_id(turn_id)
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[Any] = asyncio.Queue()
         done = object()
 
+        loop_thread = threading.get_ident()
+
         def push(event: Any) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, event)
+            if threading.get_ident() == loop_thread:  # most events: no wake-up write through the self-pipe
+                queue.put_nowait(event)
+            else:  # a retriever's or a close thread's event
+                loop.call_soon_threadsafe(queue.put_nowait, event)
 
         async def turn() -> TurnResult:
             try:
                 return await self.arun(prompt, mode=mode, best_guess=best_guess, inject=inject,
-                                       conversation_id=conversation_id, on_event=push, clarification=clarification)
+                                       conversation_id=conversation_id, on_event=push, clarification=clarification,
+                                       turn_id=turn_id)
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, done)
 
         task = asyncio.ensure_future(turn())
+        finished = False
         try:
             while True:
-                item = await queue.get()
+                try:
+                    item = await queue.get()
+                except asyncio.CancelledError as exc:  # the consumer was cancelled: so is the turn
+                    await _interrupt(task, cancel_reason(exc))
+                    raise  # the turn had ended already: the consumer's own cancellation goes on
                 if item is done:
                     break
                 yield item
             result = await task
+            finished = True
         finally:
-            if not task.done():
-                task.cancel()
+            if not finished and not task.done():  # the consumer left early (aclose, break, an error)
+                await _interrupt(task, "consumer-closed", raise_interrupted=False)
         # a close thread may still deliver events scheduled before it returned: drain them first
         while not queue.empty():
             item = queue.get_nowait()
             if item is not done:
                 yield item
         yield TurnFinished(turn_id=result.turn_id, at=_now(), result=result)
+
+    @staticmethod
+    def new_turn_id() -> str:
+        """A new turn id (UTC time and 48 random bits), to give ``arun``/``stream`` as ``turn_id`` when
+        the id must be known before the turn starts (a server's first chunk, a log line)."""
+        return new_turn_id()
+
+    @property
+    def modes(self) -> Any:
+        """The ``ModeLibrary`` turns route over (every registered mode pack, loaded once)."""
+        return self.runtime.modes
+
+    def backends(self) -> list[dict[str, Any]]:
+        """One row per configured backend, as ``ora models list --json`` prints it: type, model,
+        family, the roles it serves, fallbacks, the plugin that registers its type, ``base_url``
+        with credentials masked."""
+        from ora_core.engine.backend_report import backend_rows
+
+        return backend_rows(self.config.config, self.host)
+
+    async def check_backends(self, names: list[str] | None = None) -> dict[str, dict[str, Any]]:
+        """Probe each backend (default: every configured one) as ``ora models list --check`` does:
+        ``{name: {"reachable": True|False|None, ...}}``, a failure described by its kind, never
+        raised; no secret of the configuration in any answer."""
+        from ora_core.engine.backend_report import check_backends
+
+        wanted = list(self.config.config.backends) if names is None else names
+        return await check_backends(self.config.config, self.host, wanted, self.runtime.redactor)
+
+
+async def _interrupt(task: asyncio.Future[TurnResult], reason: str, *, raise_interrupted: bool = True) -> None:
+    """Cancel the turn running as ``task`` with ``reason`` and wait until its trace is closed; then
+    raise the turn's ``TurnInterrupted`` (a ``CancelledError``: a cancelled consumer stays cancelled)
+    unless ``raise_interrupted`` is off. A turn that had already finished is left as it ended."""
+    task.cancel(reason)
+    await asyncio.wait({task})  # cancelled again meanwhile: that propagates; the turn closes on its own
+    try:
+        task.result()
+    except TurnInterrupted:
+        if raise_interrupted:
+            raise
 
 
 def redact_result(result: TurnResult, redactor: Redactor) -> TurnResult:

@@ -45,11 +45,54 @@ from ora_core.kernel.components import ComponentContext
 from ora_core.kernel.config import OraConfig
 from ora_core.kernel.ctx_data import MODES
 from ora_core.kernel.errors import ModeError, OraError
-from ora_core.kernel.models import ClarificationAnswer, ContextPackage, FaultPoint, TraceEvent, TurnInfo, TurnResult
+from ora_core.kernel.models import (
+    ClarificationAnswer,
+    ContextPackage,
+    FaultPoint,
+    Interruption,
+    TraceEvent,
+    TurnInfo,
+    TurnResult,
+)
 from ora_core.kernel.modes import STREAMS, Mode, ModeLibrary
 from ora_core.kernel.trace import TurnContext
 
-__all__ = ["DIRECT_TASK", "run_turn", "run_turn_async"]
+__all__ = ["DIRECT_TASK", "TurnInterrupted", "run_turn", "run_turn_async"]
+
+
+class TurnInterrupted(asyncio.CancelledError):
+    """A turn was cancelled from outside (its task cancelled, e.g. ``task.cancel("client-disconnected")``)
+    and has been closed: every model call, retrieval and verifier it was awaiting was cancelled with
+    it, and its trace records it ``halted`` with ``result.interruption`` (the reason: the cancel
+    message, ``cancelled`` without one; the step it was in). A ``CancelledError``, so cancellation
+    goes on up as asyncio expects; ``result`` is the closed turn's ``TurnResult`` (its trace path)."""
+
+    def __init__(self, reason: str, result: TurnResult) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.result = result
+
+
+def cancel_reason(exc: BaseException) -> str:
+    """The reason a ``CancelledError`` carries (its cancel message), ``cancelled`` without one."""
+    return str(exc.args[0]) if exc.args and exc.args[0] else "cancelled"
+
+
+def _interrupted(turn: TurnContext, exc: asyncio.CancelledError) -> TurnResult:
+    """The result of a turn cancelled from outside, its interruption named in the trace."""
+    reason = cancel_reason(exc)
+    # the steps the cancellation unwound, innermost first (TurnContext.step records them as it passes)
+    unwound = list(dict.fromkeys(turn.cancelled_steps))
+    step = unwound[0] if unwound else ""
+    interruption = Interruption(reason=reason, step=step, steps=unwound[::-1])
+    where = f"in step {step!r}" if step else "before its first step"
+    message = f"the turn was interrupted ({reason}) {where}; every call it was awaiting was cancelled"
+    slug = "".join(c if c.isalnum() else "-" for c in reason.lower()).strip("-")[:60] or "cancelled"
+    turn.contingency(f"turn-interrupted-{slug}", step or "turn", message, severity="error",
+                     reason=reason, steps=interruption.steps)
+    return TurnResult(status="halted", interruption=interruption,
+                      diagnostic={"error_class": "TurnInterrupted", "message": message, "reason": reason,
+                                  "step": step, "steps": interruption.steps})
 
 
 async def _close_turn(turn: TurnContext, result: TurnResult, timeout_s: float) -> TurnResult:
@@ -100,15 +143,20 @@ async def _close_turn(turn: TurnContext, result: TurnResult, timeout_s: float) -
 async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str | None = None,
                          mode: str | None = None, best_guess: bool | None = None,
                          inject: str | None = None, on_event: Callable[[TraceEvent], None] | None = None,
-                         clarification: ClarificationAnswer | None = None, **options: Any) -> TurnResult:
+                         clarification: ClarificationAnswer | None = None, turn_id: str | None = None,
+                         **options: Any) -> TurnResult:
     """Run one turn. ``on_event`` sees every trace event (``ora run``'s progress lines).
     ``clarification``: the user's answer to the previous turn's question; its choice is the mode
-    (forced), and the question, the options and the answer are recorded in this turn's trace."""
+    (forced), and the question, the options and the answer are recorded in this turn's trace.
+    ``turn_id``: the id the turn and its trace carry (a new one by default), known before it starts.
+
+    Cancelled from outside, the turn is closed (its trace says ``halted`` with the interruption's
+    reason and step, never ``running``) and ``TurnInterrupted`` (a ``CancelledError``) is raised."""
     if clarification is not None:
         mode = clarification.chosen
     injector = faults.resolve_injector(runtime.host, inject) if inject else None
     observers = [EventObserver(on_event)] if on_event is not None else []
-    turn = runtime.new_turn(prompt, conversation_id, observers).open()
+    turn = runtime.new_turn(prompt, conversation_id, observers, turn_id=turn_id).open()
     if not runtime.host.components("trace_sink") and runtime.config.trace.enabled:
         turn.contingency("trace-no-sink-installed", "turn",
                          "tracing is enabled but no trace sink plugin is installed", severity="degraded")
@@ -123,19 +171,43 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
         turn.contingency("clarification-answered-by-user", "pre-routing",
                          f"asked {clarification.question!r}; the user chose {clarification.chosen!r}",
                          severity="info", **clarification.model_dump(mode="json"))
-    await observe(runtime, turn, "ora_turn_started", turn=turn)
     guess = runtime.config.pipeline.best_guess if best_guess is None else best_guess
     crash: Exception | None = None
+    interrupted: asyncio.CancelledError | None = None
     try:
+        await observe(runtime, turn, "ora_turn_started", turn=turn)
         result = await _sequence(runtime, turn, prompt, forced_mode=mode, best_guess=bool(guess))
+    except asyncio.CancelledError as exc:  # cancelled from outside: closed below, then raised on
+        interrupted = exc
+        result = _interrupted(turn, exc)
     except Exception as exc:  # noqa: BLE001 - the turn is closed and traced, then OraErrors re-raise
         crash = exc
         turn.contingency(f"turn-crashed-{type(exc).__name__}", "turn", str(exc), severity="error")
         stack = "".join(traceback.format_exception(exc))[-4000:]
         result = TurnResult(status="halted", diagnostic={"error_class": type(exc).__name__,
                                                          "message": str(exc), "stack": stack})
-    finally:
+    if interrupted is None:
+        result = await _finish(runtime, turn, result)
+    else:
+        # The close runs as a task of its own, shielded: a second cancellation (a shutdown after a
+        # disconnect) cannot leave the trace open; this turn stops waiting, the close goes on.
+        closing = asyncio.ensure_future(_finish(runtime, turn, result))
+        try:
+            result = await asyncio.shield(closing)
+        except asyncio.CancelledError:
+            pass  # the shielded close finishes on its own; the interruption is raised below either way
+        raise TurnInterrupted(cancel_reason(interrupted), result) from interrupted
+    if isinstance(crash, OraError):  # configuration and plugin errors: the CLI names them, exit 1
+        raise crash
+    return result
+
+
+async def _finish(runtime: Runtime, turn: TurnContext, result: TurnResult) -> TurnResult:
+    """The end of every turn, whichever way it went: the backends' per-turn state closed, warm-up
+    threads joined, the result stamped, the ``ora_turn_finished`` observers, the trace closed."""
+    try:
         await runtime.pool.aclose(turn)  # a close that fails is named in this turn's trace
+    finally:
         warmup = turn.stash.get(WARMUP)
         if warmup is not None:  # never leave a thread mid-import at exit
             if any(t.is_alive() for t in warmup.jobs.values()):  # no thread hop when all are done
@@ -143,10 +215,7 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
             warmup.record(turn)
     turn.finalize(result)
     await observe(runtime, turn, "ora_turn_finished", turn=turn, result=result)
-    result = await _close_turn(turn, result, runtime.config.trace.close_timeout_s)
-    if isinstance(crash, OraError):  # configuration and plugin errors: the CLI names them, exit 1
-        raise crash
-    return result
+    return await _close_turn(turn, result, runtime.config.trace.close_timeout_s)
 
 
 async def _sequence(runtime: Runtime, turn: TurnContext, prompt: str, *, forced_mode: str | None,

@@ -85,7 +85,7 @@ class Runtime:
         return [available[n] for n in wanted if n in available]
 
     def new_turn(self, prompt: str, conversation_id: str | None = None,
-                 observers: Sequence[TraceSink] = ()) -> TurnContext:
+                 observers: Sequence[TraceSink] = (), *, turn_id: str | None = None) -> TurnContext:
         return TurnContext(
             prompt=prompt,
             config=self.config,
@@ -96,6 +96,7 @@ class Runtime:
             plugins=self.host.plugin_versions(),
             stderr=self.stderr,
             redactor=self.redactor,
+            turn_id=turn_id,
         )
 
 

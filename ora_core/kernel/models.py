@@ -581,6 +581,21 @@ class FactCheckResult(_Shape):
     settings: dict[str, Any] = Field(default_factory=dict)  # the [fact_check] section in force
 
 
+class Interruption(_Shape):
+    """Why a turn stopped before its end: it was cancelled from outside (``Ora.stream``'s consumer
+    went away, a server's client disconnected, a shutdown, Ctrl-C in ``ora run``). Its turn ends
+    ``halted`` with this record, the trace closed: never left ``running``."""
+
+    #: ``client-disconnected``, ``shutdown``, ``user-interrupt``, ``consumer-closed`` or the cancel
+    #: message a caller gave (``task.cancel("...")``); ``cancelled`` when none was given
+    reason: str
+    #: the innermost step that was running when the cancellation arrived ("" before the first step)
+    step: str = ""
+    #: every step that was running (Gear 4's streams run side by side), outermost first
+    steps: list[str] = Field(default_factory=list)
+    at: datetime = Field(default_factory=utc_now)
+
+
 class TurnResult(_Shape):
     """What ``ora run`` returns (and prints with ``--json``)."""
 
@@ -603,6 +618,8 @@ class TurnResult(_Shape):
     #: The model's answer when it failed verification and was withheld (``[verification] on_fail =
     #: "evidence"``): ``answer`` is then what the retrieved evidence says.
     withheld_answer: str | None = None
+    #: Set when the turn was cancelled from outside (status ``halted``): the reason and the step.
+    interruption: Interruption | None = None
 
     @property
     def claim_verdicts(self) -> list[ClaimVerdict]:

@@ -16,6 +16,7 @@ import re
 import sys
 import threading
 import uuid
+from asyncio import CancelledError as _CANCELLED
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -70,8 +71,24 @@ def sanitize_id(raw: str, default: str = "default") -> str:
 
 
 def new_turn_id(now: datetime | None = None) -> str:
+    """A new turn id: the UTC time to the microsecond and 48 random bits (``20261127T193616.123456Z-
+    a1b2c3d4e5f6``), so turns of several processes writing into one trace root never collide."""
     now = now or datetime.now(timezone.utc)
-    return now.strftime("%Y%m%dT%H%M%S.%fZ") + "-" + uuid.uuid4().hex[:6]
+    return now.strftime("%Y%m%dT%H%M%S.%fZ") + "-" + uuid.uuid4().hex[:12]
+
+
+_TURN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,119}")
+
+
+def check_turn_id(turn_id: str) -> str:
+    """``turn_id`` if it can name a trace directory as it is (letters, digits, ``.``, ``_``, ``-``;
+    at most 120 characters, no leading punctuation), else a ``UsageError`` saying what is wrong."""
+    from ora_core.kernel.errors import UsageError
+
+    if not isinstance(turn_id, str) or not _TURN_ID.fullmatch(turn_id) or ".." in turn_id:
+        raise UsageError(f"turn_id {turn_id!r} cannot name a trace: use 1-120 letters, digits, '.', '_' or '-', "
+                         "starting with a letter or digit (Ora.new_turn_id() makes one)")
+    return turn_id
 
 
 class TurnContext:
@@ -98,9 +115,10 @@ class TurnContext:
         secrets: Sequence[str] = (),
         stderr: IO[str] | None = None,
         redactor: Redactor | None = None,
+        turn_id: str | None = None,
     ) -> None:
         self.started_at = datetime.now(timezone.utc)
-        self.turn_id = new_turn_id(self.started_at)
+        self.turn_id = check_turn_id(turn_id) if turn_id is not None else new_turn_id(self.started_at)
         self.conversation_id = sanitize_id(conversation_id)
         self.prompt = prompt
         self.config = config
@@ -125,6 +143,11 @@ class TurnContext:
         self._seq = 0
         self._emit_lock = threading.Lock()  # retrievers run in threads and may record contingencies
         self._step_counter = 0
+        #: The steps running now, in the order they started (Gear 4 runs two side by side): what an
+        #: interruption names as the step the turn was in.
+        self.open_steps: list[str] = []
+        #: The steps a cancellation from outside unwound, innermost first (``Interruption.step``).
+        self.cancelled_steps: list[str] = []
         self.contingencies: list[Contingency] = []
         self.health: dict[str, StepHealth] = {}
         self.calls: list[ModelCallRecord] = []
@@ -241,14 +264,23 @@ class TurnContext:
         self._step_counter += 1
         recorder = StepRecorder(self, name, self._step_counter)
         self.emit("step_started", step=name, step_index=recorder.index, input=inputs)
+        self.open_steps.append(name)
         try:
             yield recorder
         except BaseException as exc:
             recorder.health.verdict = "BROKEN"
             recorder.health.degraded = True
-            recorder.output.setdefault("error", {"error_class": type(exc).__name__, "message": str(exc)})
+            if isinstance(exc, _CANCELLED):  # the turn was cancelled from outside while this step ran
+                reason = str(exc.args[0]) if exc.args and exc.args[0] else "cancelled"
+                self.cancelled_steps.append(name)
+                recorder.output.setdefault("error", {"error_class": "Interrupted", "reason": reason,
+                                                     "message": f"the turn was cancelled ({reason}) in this step"})
+            else:
+                recorder.output.setdefault("error", {"error_class": type(exc).__name__, "message": str(exc)})
             raise
         finally:
+            if name in self.open_steps:
+                self.open_steps.remove(name)
             recorder.finish()
 
     def contingency(self, name: str, step: str, detail: str = "", *,

@@ -323,6 +323,7 @@ class TurnWriter:
             doc.update(
                 mode=result.get("mode"), gear=result.get("gear"), answer=result.get("answer"),
                 question=result.get("question"), diagnostic=result.get("diagnostic"),
+                interruption=result.get("interruption"),
                 contingencies=result.get("contingencies", []),
                 timings={"steps": dict(self.timings)},
                 steps=list(self.step_files),
