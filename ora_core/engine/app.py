@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from pydantic import ValidationError
 
 from ora_core.engine.backends import BackendPool
 from ora_core.engine.events import TurnFinished, from_trace
@@ -34,7 +36,7 @@ from ora_core.engine.runner import TurnInterrupted, cancel_reason, run_turn_asyn
 from ora_core.engine.runtime import Runtime
 from ora_core.kernel.config import ResolvedConfig, check_options, deep_merge, load_config
 from ora_core.kernel.errors import OraError, UsageError
-from ora_core.kernel.models import ClarificationAnswer, TurnResult
+from ora_core.kernel.models import ClarificationAnswer, ConversationMessage, TurnResult
 from ora_core.kernel.plugins import PluginHost
 from ora_core.kernel.redaction import Redactor, redact_exception
 from ora_core.kernel.trace import check_turn_id, new_turn_id
@@ -57,6 +59,25 @@ def nest_overrides(overrides: Mapping[str, Any]) -> dict[str, Any]:
 
 
 JUST_ANSWER = "just answer"
+
+
+def check_history(history: Sequence[ConversationMessage | Mapping[str, Any]] | None,
+                  ) -> list[ConversationMessage] | None:
+    """``history`` as ``ConversationMessage``s; a ``UsageError`` naming the entry that is not one."""
+    if history is None:
+        return None
+    if isinstance(history, (str, bytes, Mapping)):
+        raise UsageError(f"history: a sequence of messages is expected, got {type(history).__name__}")
+    messages = []
+    for i, entry in enumerate(history):
+        try:
+            messages.append(entry if isinstance(entry, ConversationMessage)
+                            else ConversationMessage.model_validate(entry))
+        except ValidationError as exc:
+            problem = exc.errors()[0]
+            where = ".".join(str(part) for part in problem["loc"]) or "(the entry)"
+            raise UsageError(f"history[{i}].{where}: {problem['msg']}") from None
+    return messages
 
 
 def answer_clarification(result: TurnResult, choice: str) -> ClarificationAnswer:
@@ -154,12 +175,15 @@ class Ora:
     async def arun(self, prompt: str, *, mode: str | None = None, best_guess: bool | None = None,
                    inject: str | None = None, conversation_id: str | None = None,
                    on_event: Callable[[Any], None] | None = None,
-                   clarification: ClarificationAnswer | None = None, turn_id: str | None = None) -> TurnResult:
+                   clarification: ClarificationAnswer | None = None, turn_id: str | None = None,
+                   history: Sequence[ConversationMessage | Mapping[str, Any]] | None = None) -> TurnResult:
         """Run one turn. ``on_event`` sees each typed event (``TurnEvent``) as it happens, from
         whichever thread emitted it; ``stream`` is the async-iterator form. ``clarification``
         answers a previous turn's ``needs_clarification`` (``answer_clarification`` builds it).
         ``turn_id`` is the id the turn and its trace will carry (``Ora.new_turn_id()``; a new one by
-        default): known before the turn's first event.
+        default): known before the turn's first event. ``history``: the conversation's earlier messages
+        as the caller holds them (``ConversationMessage`` or ``{"role", "content"}``, oldest first); the
+        turn's ``conversation`` stream is read from them instead of conversation memory.
 
         Cancelling the task that awaits it (``task.cancel("client-disconnected")``: the message is the
         reason) cancels every model call, retrieval and verifier the turn is awaiting, closes its trace
@@ -168,6 +192,7 @@ class Ora:
         check_prompt(prompt)
         if turn_id is not None:
             check_turn_id(turn_id)
+        messages = check_history(history)
         observer = None
         if on_event is not None:
             def observer(trace_event: Any) -> None:
@@ -177,7 +202,7 @@ class Ora:
         try:
             result = await run_turn_async(self.runtime, prompt, conversation_id=conversation_id, mode=mode,
                                           best_guess=best_guess, inject=inject, on_event=observer,
-                                          clarification=clarification, turn_id=turn_id)
+                                          clarification=clarification, turn_id=turn_id, history=messages)
         except TurnInterrupted as exc:
             exc.result = redact_result(exc.result, redactor)
             raise
@@ -198,7 +223,8 @@ class Ora:
     async def stream(self, prompt: str, *, mode: str | None = None, best_guess: bool | None = None,
                      inject: str | None = None, conversation_id: str | None = None,
                      clarification: ClarificationAnswer | None = None,
-                     turn_id: str | None = None) -> AsyncIterator[Any]:
+                     turn_id: str | None = None,
+                     history: Sequence[ConversationMessage | Mapping[str, Any]] | None = None) -> AsyncIterator[Any]:
         """Yield the turn's typed events as they happen; the last is ``TurnFinished`` (with the result).
 
         An error that stops the turn from running at all (``UsageError``, ``ConfigError``) is raised
@@ -226,7 +252,7 @@ class Ora:
             try:
                 return await self.arun(prompt, mode=mode, best_guess=best_guess, inject=inject,
                                        conversation_id=conversation_id, on_event=push, clarification=clarification,
-                                       turn_id=turn_id)
+                                       turn_id=turn_id, history=history)
             finally:
                 loop.call_soon_threadsafe(queue.put_nowait, done)
 

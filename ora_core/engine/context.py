@@ -126,6 +126,16 @@ def resolve_retrievers(host: ComponentRegistry | None,
     return found, missing
 
 
+def turn_retrievers(turn: TurnContext, config: OraConfig) -> tuple[dict[str, Retriever], dict[str, str]]:
+    """``resolve_retrievers`` for one turn: the ``conversation`` stream is read from the caller's own
+    messages when the turn was given them (``ora_core.engine.history``)."""
+    from ora_core.engine.history import with_history
+
+    found, missing = resolve_retrievers(turn.host, config)
+    return with_history(turn, found, missing,
+                        conversation_enabled=bool(getattr(config.retrieval.streams, "conversation", False)))
+
+
 def retrieve_stream(retriever: Retriever, stream: str, query: str, filters: RetrievalFilters, k: int,
                     turn: TurnContext) -> tuple[Retrieval, RagFailure | None]:
     name = getattr(retriever, "name", type(retriever).__name__)
@@ -413,7 +423,7 @@ async def assemble_context(runtime: Runtime, turn: TurnContext, mode: Mode | Non
     query = cleaned_prompt  # Phase A's assumptions stay out of the query (seed 000, #10)
     mode_name = mode.name if mode is not None else "(none)"
     with turn.step(STEP, query=query, mode=mode_name, requested_gear=requested_gear) as step:
-        retrievers, missing = resolve_retrievers(turn.host, config)
+        retrievers, missing = turn_retrievers(turn, config)
         for stream, why in missing.items():
             step.contingency(f"context-{stream}-no-retriever", why, severity="warning", stream=stream)
         filters = {s: (mode.retrieval.filters_for(s) if mode is not None else None) for s in retrievers}

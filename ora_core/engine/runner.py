@@ -34,6 +34,7 @@ from ora_core.engine.gears.analyst import run_gear2
 from ora_core.engine.gears.cascade import run_gear4
 from ora_core.engine.gears.direct import DIRECT_TASK, run_direct
 from ora_core.engine.gears.sequential import run_gear3
+from ora_core.engine.history import HISTORY, note_history
 from ora_core.engine.phase_a import run_phase_a
 from ora_core.engine.reliability import Assertion, StepHalted, run_deterministic_step
 from ora_core.engine.routing import BYPASS_CATEGORY, ROUTING_WARMUP, run_routing, warm_examples
@@ -48,6 +49,7 @@ from ora_core.kernel.errors import ModeError, OraError
 from ora_core.kernel.models import (
     ClarificationAnswer,
     ContextPackage,
+    ConversationMessage,
     FaultPoint,
     Interruption,
     TraceEvent,
@@ -144,11 +146,13 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
                          mode: str | None = None, best_guess: bool | None = None,
                          inject: str | None = None, on_event: Callable[[TraceEvent], None] | None = None,
                          clarification: ClarificationAnswer | None = None, turn_id: str | None = None,
-                         **options: Any) -> TurnResult:
+                         history: list[ConversationMessage] | None = None, **options: Any) -> TurnResult:
     """Run one turn. ``on_event`` sees every trace event (``ora run``'s progress lines).
     ``clarification``: the user's answer to the previous turn's question; its choice is the mode
     (forced), and the question, the options and the answer are recorded in this turn's trace.
     ``turn_id``: the id the turn and its trace carry (a new one by default), known before it starts.
+    ``history``: the conversation's earlier messages as the caller holds them; the turn's
+    ``conversation`` stream is read from them instead of conversation memory (``engine.history``).
 
     Cancelled from outside, the turn is closed (its trace says ``halted`` with the interruption's
     reason and step, never ``running``) and ``TurnInterrupted`` (a ``CancelledError``) is raised."""
@@ -165,6 +169,9 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
         turn.contingency(f"fault-injection-{injector.name}", "turn",
                          f"fault injection is on: {getattr(injector, 'description', '') or injector.name}",
                          severity="info", mode=injector.name)
+    if history is not None:
+        turn.stash[HISTORY] = list(history)
+        note_history(turn, conversation_enabled=bool(runtime.config.retrieval.streams.conversation))
     if options:
         turn.emit("note", step="turn", ignored_options=sorted(options))
     if clarification is not None:

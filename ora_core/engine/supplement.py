@@ -268,12 +268,12 @@ def query_terms_in(query: str, package: str) -> bool:
 async def fetch(runtime: Runtime, turn: TurnContext, step: str, request: SupplementRequest,
                 n: int, package_text: str) -> tuple[SupplementRecord, list[Retrieval], str]:
     """Run one request through the retrievers; the record, the retrievals and the RESULT block."""
-    from ora_core.engine.context import fence_id, fenced, resolve_retrievers, retrieve_bounded, screen_chunks
+    from ora_core.engine.context import fence_id, fenced, retrieve_bounded, screen_chunks, turn_retrievers
 
     config = runtime.config
     record = SupplementRecord(step=step, n=n, gap=request.gap, query=request.query, why=request.why,
                               package_had_terms=query_terms_in(request.query, package_text))
-    found, missing = resolve_retrievers(turn.host, config)
+    found, missing = turn_retrievers(turn, config)
     wanted = [s for s in config.pipeline.supplement_streams if s in found]
     fence = fence_id(turn)
     lines = [f"{RESULT_HEADING} (request {n} of at most {config.pipeline.max_supplements})",

@@ -581,6 +581,16 @@ class FactCheckResult(_Shape):
     settings: dict[str, Any] = Field(default_factory=dict)  # the [fact_check] section in force
 
 
+class ConversationMessage(_Shape):
+    """One earlier message of the conversation as the caller holds it (an OpenAI-style ``messages``
+    entry before the prompt): ``Ora.arun(..., history=[...])`` makes them the turn's ``conversation``
+    stream in place of conversation memory. ``role`` is ``user`` or ``assistant`` (others are kept in
+    the trace and named, not used as evidence)."""
+
+    role: str
+    content: str
+
+
 class Interruption(_Shape):
     """Why a turn stopped before its end: it was cancelled from outside (``Ora.stream``'s consumer
     went away, a server's client disconnected, a shutdown, Ctrl-C in ``ora run``). Its turn ends

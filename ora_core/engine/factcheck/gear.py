@@ -54,7 +54,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any, Literal
 
-from ora_core.engine.context import UNFITTED, resolve_retrievers, retrieve_bounded, screen_chunks
+from ora_core.engine.context import UNFITTED, retrieve_bounded, screen_chunks, turn_retrievers
 from ora_core.engine.gears.common import finish
 from ora_core.engine.lineage import ModelIdentity, author_of
 from ora_core.engine.reliability import (
@@ -246,7 +246,7 @@ async def retrieve_evidence(gc: GearContext, query: str, step: str) -> tuple[lis
     """``query`` through the retrievers of the evidence streams, side by side: the chunks (screened
     for instruction-like text), the slowest stream's latency, and the named failures."""
     turn, config = gc.turn, gc.runtime.config
-    retrievers, _ = resolve_retrievers(turn.host, config)
+    retrievers, _ = turn_retrievers(turn, config)
     wanted = {s: r for s, r in retrievers.items() if s in config.fact_check.evidence_streams}
     if not wanted:
         return [], 0.0, [f"no installed retriever serves the evidence streams "

@@ -24,8 +24,9 @@ backend failed), the answer is written from the clock reading itself, determinis
 the contingency ``gear1-clock-answered-from-clock``. A contradicted time is never shipped.
 
 **Earlier conversation** (bypass category ``earlier_conversation``). The ``conversation`` stream's
-retriever (``resolve_retrievers``) is asked for this conversation's exchanges nearest the prompt,
-without the evidence similarity floor (a reference resembles nothing of what was said); they go
+retriever (``turn_retrievers``: the caller's own messages when it sent them) is asked for this
+conversation's exchanges nearest the prompt, without the evidence similarity floor (a reference
+resembles nothing of what was said); they go
 to the model as material. When conversation memory is switched off, has no retriever, fails, or holds
 nothing that matches, the answer says it cannot see the earlier exchange (written here, not by a
 model that would reconstruct it) and the reason is a named contingency.
@@ -38,7 +39,7 @@ from datetime import datetime, timezone
 from pydantic import BaseModel, Field
 
 from ora_core.engine.backends import call_role
-from ora_core.engine.context import resolve_retrievers, retrieve_bounded
+from ora_core.engine.context import retrieve_bounded, turn_retrievers
 from ora_core.engine.prompts import build_turn_messages
 from ora_core.engine.runtime import Runtime
 from ora_core.kernel.ctx_data import CLOCK, EXPECTED_MIN_WORDS
@@ -102,7 +103,7 @@ async def read_conversation_memory(runtime: Runtime, turn: TurnContext, prompt: 
     if not getattr(config.retrieval.streams, MEMORY_STREAM, False):
         return MemoryReading(status="disabled",
                              detail="conversation memory is switched off (retrieval.streams.conversation = false)")
-    retrievers, missing = resolve_retrievers(turn.host, config)
+    retrievers, missing = turn_retrievers(turn, config)
     if MEMORY_STREAM not in retrievers:
         return MemoryReading(status="missing", detail=missing.get(MEMORY_STREAM, "no conversation retriever"))
     retriever = retrievers[MEMORY_STREAM]

@@ -243,10 +243,12 @@ async def chat_completions(request: Request) -> Response:
 
 def _turn_options(request: Request, chat: ChatRequest, conversation: Conversation, mode: str | None) -> dict[str, Any]:
     """The ``Ora.stream`` arguments of a chat request: the prompt, the mode, the conversation id (header
-    ``x-ora-conversation``, else the ``user`` field), and the answer to this server's question when the
-    message before the prompt asked one."""
+    ``x-ora-conversation``, else the ``user`` field), the messages before the prompt as the turn's
+    ``history`` (its conversation stream), and the answer to this server's question when the message
+    before the prompt asked one (then the history is what came before the question's own prompt)."""
     conversation_id = request.headers.get("x-ora-conversation") or chat.user or None
-    options: dict[str, Any] = {"prompt": conversation.prompt, "mode": mode, "conversation_id": conversation_id}
+    options: dict[str, Any] = {"prompt": conversation.prompt, "mode": mode, "conversation_id": conversation_id,
+                               "history": conversation.earlier}
     if conversation.question is not None and conversation.asked_about is not None:
         from ora_core.api import TurnResult
 
@@ -258,7 +260,8 @@ def _turn_options(request: Request, chat: ChatRequest, conversation: Conversatio
             raise RequestError(400, f"messages.{conversation.prompt_index}.content: the answer to the question "
                                     f"{conversation.question!r}: {exc}", param="messages",
                                code="clarification_not_understood") from None
-        options.update(prompt=conversation.asked_about, clarification=answer, mode=None)
+        options.update(prompt=conversation.asked_about, clarification=answer, mode=None,
+                       history=conversation.earlier[:conversation.asked_about_index])
     return options
 
 

@@ -124,6 +124,7 @@ class Conversation(BaseModel):
     question: str | None = None
     options: list[str] = Field(default_factory=list)
     asked_about: str | None = None
+    asked_about_index: int | None = None
     asked_in_turn: str = ""
 
 
@@ -167,6 +168,7 @@ def read_conversation(request: ChatRequest, *, max_prompt_chars: int) -> Convers
             if earlier_users:
                 found.question, found.options, found.asked_in_turn = asked
                 found.asked_about = texts[earlier_users[-1]]
+                found.asked_about_index = earlier_users[-1]
     return found
 
 

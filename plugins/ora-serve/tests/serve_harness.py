@@ -27,10 +27,10 @@ QUESTION = "Compare PostgreSQL and MySQL for a small web app."
 
 
 def scripted_toml(root: Path, *, analyst: str = ANSWER, verify: str = PASS, latency_s: float = 0.0,
-                  extra: str = "") -> str:
+                  extra: str = "", conversation: bool = False) -> str:
     """Every role on one scripted backend (a model verifier, its same-lineage edge only labelled), Phase A
-    skipped, no retrieval stream: a gear-2 turn that ends ``ok``, ``degraded`` (``verify=FAIL``) or
-    ``halted`` (``analyst="!error:unavailable"``)."""
+    skipped, no retrieval stream (``conversation=True``: the conversation stream on): a gear-2 turn
+    that ends ``ok``, ``degraded`` (``verify=FAIL``) or ``halted`` (``analyst="!error:unavailable"``)."""
     q = json.dumps
     return f"""
 [trace]
@@ -56,7 +56,7 @@ phase_a = "skip"
 path = {q(str(root / "chroma"))}
 [retrieval.streams]
 concept = false
-conversation = false
+conversation = {"true" if conversation else "false"}
 relationship = false
 {extra}
 """

@@ -4,6 +4,8 @@ streaming with usage, a clarification round trip, ``models.list()``."""
 
 from __future__ import annotations
 
+import json
+
 import openai
 import pytest
 from serve_harness import FAIL, QUESTION
@@ -150,3 +152,21 @@ def test_a_halted_turn_without_a_backend_error_maps_to_500_turn_halted():
     assert status == 500 and body["error"]["type"] == "turn_halted"
     assert body["error"]["message"] == "the turn halted: confidence below 0.65 after 2 retries"
     assert body["error"]["ora"]["status"] == "halted" and body["error"]["ora"]["trace_id"] == "t-1"
+
+
+def test_earlier_messages_become_the_turns_conversation_stream_read_back_from_the_trace(serve):
+    served = serve(conversation=True)
+    messages = [{"role": "system", "content": "Answer in one line."},
+                {"role": "user", "content": "Our bakery runs its orders on a spreadsheet."},
+                {"role": "assistant", "content": "A spreadsheet works until orders come from two shops."},
+                {"role": "user", "content": QUESTION}]
+    done = client(served).chat.completions.create(model="ora/standard", messages=messages)
+    (step,) = served.trace_root.glob(f"*/{done.id}/*-context-assembly.json")
+    context = json.loads(step.read_text(encoding="utf-8"))
+    conversation = context["output"]["retrievals"]["conversation"]
+    assert conversation["retriever"] == "client-history"
+    (chunk,) = conversation["chunks"]
+    assert chunk["provenance"]["source"] == "messages[1..2]"
+    assert "bakery runs its orders" in chunk["text"] and "two shops" in chunk["text"]
+    # the system message: named, not used
+    assert "client-history-roles-unused" in done.model_extra["ora"]["contingencies"]
