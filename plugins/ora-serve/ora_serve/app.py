@@ -175,7 +175,8 @@ def failure_of(run: TurnRun) -> tuple[int, dict[str, Any]]:
             message = f"{message} ({failed_class}: {error.get('message') or diagnostic.get('message', '')})"
         else:
             status, kind, code = 500, "turn_halted", "turn_halted"
-        return status, error_body(f"the turn halted: {message}", type=kind, code=code, ora=ora_object(result))
+        return status, error_body(f"the turn halted: {message}", type=kind, code=code,
+                                   ora=ora_object(result, journal_error=run.journal_error))
     if isinstance(error, UsageError):
         return 400, error_body(str(error), type="invalid_request_error", code="usage_error")
     if isinstance(error, (ConfigError, PluginError)):
@@ -236,7 +237,8 @@ async def chat_completions(request: Request) -> Response:
         watcher.cancel()
     scope_info["ora_status"] = run.result.status if run.result is not None else "error"
     if _answered(run):
-        return JSONResponse(completion(run.result, chat.model), headers=_ora_headers(run))
+        return JSONResponse(completion(run.result, chat.model, journal_error=run.journal_error),
+                            headers=_ora_headers(run))
     status, body = failure_of(run)
     return JSONResponse(body, status_code=status, headers=_ora_headers(run))
 
@@ -302,7 +304,8 @@ async def _stream(run: TurnRun, model: str, include_usage: bool, scope_info: dic
         yield sse_data(body)
         return
     yield sse_data(chunk(run.turn_id, model, created, {"content": content_of(result)}))
-    yield sse_data(chunk(run.turn_id, model, created, {}, "stop", ora=ora_object(result)))
+    final = ora_object(result, journal_error=run.journal_error)
+    yield sse_data(chunk(run.turn_id, model, created, {}, "stop", ora=final))
     if include_usage:
         yield sse_data({"id": run.turn_id, "object": "chat.completion.chunk", "created": created, "model": model,
                         "choices": [], "usage": usage_of(result)})

@@ -197,8 +197,10 @@ def usage_of(result: Any) -> dict[str, int]:
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
 
-def ora_object(result: Any) -> dict[str, Any]:
-    """What travels with every answer: status, verdicts, contingencies, the trace (id, path)."""
+def ora_object(result: Any, *, journal_error: str | None = None) -> dict[str, Any]:
+    """What travels with every answer: status, verdicts, contingencies, the trace (id, path), and
+    ``event_journal_error`` when the turn's event journal could not be written (its events then stream
+    from its own worker only, while it runs)."""
     data: dict[str, Any] = {
         "status": result.status,
         "trace_id": result.turn_id,
@@ -210,6 +212,8 @@ def ora_object(result: Any) -> dict[str, Any]:
         "trace_path": result.trace_path,
         "tracing_degraded": result.tracing_degraded,
     }
+    if journal_error is not None:
+        data["event_journal_error"] = journal_error
     if result.status == "needs_clarification":
         data["question"] = result.question
         data["options"] = [*result.options, "just answer"]
@@ -230,7 +234,7 @@ def content_of(result: Any) -> str:
     return str(result.answer)
 
 
-def completion(result: Any, model: str) -> dict[str, Any]:
+def completion(result: Any, model: str, *, journal_error: str | None = None) -> dict[str, Any]:
     return {
         "id": result.turn_id,
         "object": "chat.completion",
@@ -239,7 +243,7 @@ def completion(result: Any, model: str) -> dict[str, Any]:
         "choices": [{"index": 0, "message": {"role": "assistant", "content": content_of(result)},
                      "finish_reason": "stop", "logprobs": None}],
         "usage": usage_of(result),
-        "ora": ora_object(result),
+        "ora": ora_object(result, journal_error=journal_error),
     }
 
 

@@ -175,3 +175,20 @@ def test_another_worker_follows_a_running_turn_from_its_journal_to_turn_finished
     kinds = [line[7:] for line in followed.split("\n") if line.startswith("event: ")]
     ids = [int(line[4:]) for line in followed.split("\n") if line.startswith("id: ")]
     assert kinds[0] == "step_started" and kinds[-1] == "turn_finished" and ids == list(range(1, len(ids) + 1))
+
+
+def test_a_journal_that_cannot_be_written_is_named_in_the_answer_and_in_healthz(serve):
+    served = serve()
+    blocker = served.trace_root / ".ora-serve"
+    if blocker.is_dir():  # the server may have made it at start: empty, it is replaced by a file
+        for sub in sorted(blocker.rglob("*"), reverse=True):
+            sub.rmdir()
+        blocker.rmdir()
+    blocker.parent.mkdir(parents=True, exist_ok=True)
+    blocker.write_text("not a directory")
+    response = httpx.post(served.base_url + "/v1/chat/completions", json=chat_body(), timeout=60)
+    assert response.status_code == 200
+    error = response.json()["ora"]["event_journal_error"]
+    assert ".ora-serve" in error and "events" in error
+    health = httpx.get(served.base_url + "/healthz", timeout=30).json()
+    assert health["status"] == "degraded" and health["event_journal_failures"] == 1
