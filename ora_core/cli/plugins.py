@@ -63,3 +63,10 @@ def print_plugin_table(rows: list[dict[str, Any]]) -> None:
             lines.append("  ".join(p.ljust(w) for p, w in zip(parts, widths, strict=True)).rstrip())
         lines.append("")
     typer.echo("\n".join(lines).rstrip("\n"))
+
+
+# `ora plugins install|uninstall`: pip in this interpreter (their module imports nothing heavy)
+from ora_core.cli.plugin_install import plugins_install, plugins_uninstall  # noqa: E402 - after `group`
+
+group.command("install")(plugins_install)
+group.command("uninstall")(plugins_uninstall)
