@@ -127,3 +127,15 @@ def test_verbose_without_version_is_a_usage_error() -> None:
     done = ora("-v", "plugins", "list")
     assert done.returncode == 2
     assert "-v/--verbose goes with --version" in done.stderr
+
+
+def test_the_readme_commands_table_documents_version_and_every_plugins_command() -> None:
+    from ora_core.cli.plugins import group
+
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = [line for line in readme.splitlines() if line.startswith("| `ora ")]
+    names = sorted(c.name for c in group.registered_commands)
+    assert names == ["check", "install", "list", "uninstall"]
+    for name in names:
+        assert any(line.startswith(f"| `ora plugins {name}") for line in table), f"ora plugins {name}"
+    assert any(line.startswith("| `ora --version [-v]`") for line in table)
