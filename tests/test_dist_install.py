@@ -119,9 +119,13 @@ def clean_env(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     env = user_env(root)
     # llama-cpp-python is source-only on PyPI: if pip's cache holds no wheel of it, it builds with the
     # flags scripts/install.sh uses
-    env["CMAKE_ARGS"] = "-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF"
+    env["CMAKE_ARGS"] = ("-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF "
+                         f"-DGGML_OPENMP=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE={REPO}/scripts/llama-no-common.cmake")
+    # the llama-cpp-python wheel scripts/install.sh built for this environment, when it kept one
+    built_here = Path(sys.prefix) / "wheels"
+    links = ["--find-links", str(built_here)] if any(built_here.glob("llama_cpp_python-*.whl")) else []
     installed = subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check",
-                                "--find-links", str(wheelhouse), f"ora-default=={VERSION}"],
+                                "--find-links", str(wheelhouse), *links, f"ora-default=={VERSION}"],
                                capture_output=True, text=True, env=env, cwd=root, timeout=3600)
     assert installed.returncode == 0, installed.stdout[-4000:] + installed.stderr[-4000:]
     (root / "work").mkdir()
