@@ -18,14 +18,16 @@ VENV=${ORA_VENV:-.venv}
 LLAMA_CPP_VERSION=0.3.36
 # llama.cpp's build: what llama-cpp-python loads is the library (libllama, libggml*), nothing else.
 # -DGGML_NATIVE=OFF with AVX2/FMA/F16C: the native build crashes on this machine's CPU (AMX path).
-# OpenMP off: ggml's own thread pool instead (benchmarks/install.py's notes: no slower on 2 cores).
+# OpenMP stays on (llama.cpp's default): it costs no build time, and it did not lose on 2 cores
+# (benchmarks/llama_openmp.py, 2026-11-27 under load 3-5: prompt evaluation 252 vs 186 tokens/s with
+# and without it in one run, 68 vs 71 in another; generation equal).
 # The examples, tests, tools and server binaries are off (llama.cpp's defaults when it is built as
 # llama-cpp-python's subproject; said again here); its `common` library and cpp-httplib, which
 # llama-cpp-python turns on but never installs, are turned off again at llama.cpp's project() by
 # scripts/llama-no-common.cmake (74 objects compiled instead of 145).
 # `python -m llama_cpp.server` is the Python package's server (its `server` extra's packages,
 # installed with ora-local-llm), not llama.cpp's C++ server.
-LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF -DGGML_OPENMP=OFF"
+LLAMA_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF"
 LLAMA_CMAKE_ARGS+=" -DLLAMA_BUILD_EXAMPLES=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_TOOLS=OFF -DLLAMA_BUILD_SERVER=OFF"
 LLAMA_CMAKE_ARGS+=" -DCMAKE_PROJECT_llama.cpp_INCLUDE=$PWD/scripts/llama-no-common.cmake"
 JOBS=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc 2>/dev/null || echo 2)}

