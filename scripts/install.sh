@@ -39,7 +39,10 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 PY="$VENV/bin/python"
-PIP=("$PY" -m pip install --disable-pip-version-check)
+# --no-compile: pip does not byte-compile what it installs (torch alone is thousands of modules): that CPU
+# went to the llama.cpp build running beside it. A module is compiled when first imported (the checkout's
+# own modules are compiled below); the default run imports neither torch nor most of the rest.
+PIP=("$PY" -m pip install --disable-pip-version-check --no-compile)
 has() {  # has DIST [VERSION]: is the distribution installed (at that version)? metadata only, nothing imported
   "$PY" - "$@" <<'EOF'
 import sys
@@ -135,7 +138,7 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$stamp" ]; then
       exit 1
     fi
     LLAMA_PID=""
-    say "llama-cpp-python (the wheel just built) and ${#later[@]} distribution(s) that need it"
+    say "llama-cpp-python (the wheel just built) and $(( ${#later[@]} / 2 )) distribution(s) that need it"
     "${PIP[@]}" -q --no-build-isolation -c constraints.txt "$LLAMA_DIR"/llama_cpp_python-*.whl ${later[@]+"${later[@]}"}
     keep_llama_wheel
   fi
