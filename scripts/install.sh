@@ -39,10 +39,9 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 PY="$VENV/bin/python"
-# --no-compile: pip does not byte-compile what it installs (torch alone is thousands of modules): that CPU
-# went to the llama.cpp build running beside it. A module is compiled when first imported (the checkout's
-# own modules are compiled below); the default run imports neither torch nor most of the rest.
-PIP=("$PY" -m pip install --disable-pip-version-check --no-compile)
+# pip byte-compiles what it installs (its default, kept: where PYTHONDONTWRITEBYTECODE=1 is set, as on
+# this machine, an uncompiled module is compiled again by every process that imports it).
+PIP=("$PY" -m pip install --disable-pip-version-check)
 has() {  # has DIST [VERSION]: is the distribution installed (at that version)? metadata only, nothing imported
   "$PY" - "$@" <<'EOF'
 import sys
