@@ -12,7 +12,11 @@ command runs again in the same clone (a re-run: nothing to install).
 Targets on this 2-core machine: the fresh run <= 4 minutes, the re-run <= 30 s; each MET or MISS
 (``--strict``: exit 1 on a MISS).
 
-    python benchmarks/install.py [--strict] [--keep] [--workdir DIR] [--no-rerun]
+    python benchmarks/install.py [--strict] [--keep] [--workdir DIR] [--no-rerun] [--baseline REV]
+
+``--baseline REV`` first times the same fresh install of an earlier revision (e.g. ``487323f``, before
+this script's round: llama.cpp built whole, in the foreground), each in its own scratch clone and
+empty pip cache, and prints the two totals side by side with their ratio.
 """
 
 from __future__ import annotations
@@ -127,40 +131,51 @@ def main() -> int:
     parser.add_argument("--keep", action="store_true", help="keep the scratch clone (its .venv is several GB)")
     parser.add_argument("--workdir", type=Path, help="where the scratch clone goes (default: a new temporary dir)")
     parser.add_argument("--no-rerun", action="store_true", help="time the fresh run only")
+    parser.add_argument("--baseline", metavar="REV", help="also time an earlier revision's fresh install, first")
     args = parser.parse_args()
 
     command = readme_command_1()
-    scratch = Path(tempfile.mkdtemp(prefix="ora-install-bench-", dir=args.workdir))
-    clone = scratch / "ora"
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
-    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True)
-    cloned = subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], capture_output=True, text=True)
-    if cloned.returncode != 0:
-        print(f"git clone failed: {cloned.stderr}", file=sys.stderr)
-        return 1
     print(f"README command 1: {command}")
-    print(f"scratch clone of {ROOT} at {head.stdout.strip()}"
-          + (" (uncommitted changes in the checkout are NOT in the clone)" if dirty.stdout.strip() else "")
-          + f": {clone}")
-    print(f"empty pip cache: {scratch / 'pip-cache'}; CPUs: {os.cpu_count()}; load average now: "
-          + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
+    print(f"CPUs: {os.cpu_count()}; load average now: " + ", ".join(f"{x:.2f}" for x in os.getloadavg()))
     if Path("/usr/bin/chromium").exists():
         print("Chromium: /usr/bin/chromium is already installed here, so install.sh skips that phase "
               "(on a machine without it, apt-get installs Debian's package: not measured here)")
     print("Other processes share the cores: every figure below is as noisy as the load beside it.")
-    env = fresh_env(scratch)
+    totals: dict[str, float] = {}
     verdicts = []
-    try:
-        fresh = run_phased("fresh machine (empty pip cache, no venv)", command, clone, env)
-        verdicts.append(print_run(fresh, FRESH_TARGET_S))
-        if not args.no_rerun and fresh.returncode == 0:
-            rerun = run_phased("re-run (same clone, nothing to install)", command, clone, env)
-            verdicts.append(print_run(rerun, RERUN_TARGET_S))
-    finally:
-        if args.keep:
-            print(f"\nkept: {scratch}")
-        else:
-            shutil.rmtree(scratch, ignore_errors=False)
+    for rev in ([args.baseline] if args.baseline else []) + ["HEAD"]:
+        scratch = Path(tempfile.mkdtemp(prefix="ora-install-bench-", dir=args.workdir))
+        clone = scratch / "ora"
+        cloned = subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], capture_output=True, text=True)
+        checked = subprocess.run(["git", "-C", str(clone), "checkout", "--quiet", rev], capture_output=True, text=True)
+        if cloned.returncode != 0 or checked.returncode != 0:
+            print(f"git clone/checkout of {rev} failed: {cloned.stderr}{checked.stderr}", file=sys.stderr)
+            return 1
+        sha = subprocess.run(["git", "-C", str(clone), "rev-parse", "--short", "HEAD"], capture_output=True,
+                             text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain"], capture_output=True, text=True)
+        print(f"\n--- {rev} ({sha}): scratch clone {clone}, empty pip cache {scratch / 'pip-cache'}"
+              + (" (uncommitted changes in the checkout are NOT in the clone)"
+                 if rev == "HEAD" and dirty.stdout.strip() else ""))
+        env = fresh_env(scratch)
+        try:
+            fresh = run_phased(f"{sha}: fresh machine (empty pip cache, no venv)", command, clone, env)
+            totals[sha] = fresh.total_s
+            judged = rev == "HEAD"
+            ok = print_run(fresh, FRESH_TARGET_S)
+            verdicts += [ok] if judged else []
+            if judged and not args.no_rerun and fresh.returncode == 0:
+                rerun = run_phased(f"{sha}: re-run (same clone, nothing to install)", command, clone, env)
+                verdicts.append(print_run(rerun, RERUN_TARGET_S))
+        finally:
+            if args.keep:
+                print(f"kept: {scratch}")
+            else:
+                shutil.rmtree(scratch, ignore_errors=False)
+    if len(totals) == 2:
+        (base, base_s), (head, head_s) = totals.items()
+        print(f"\nside by side, fresh machine: {base} {base_s:.1f} s, {head} {head_s:.1f} s: x{head_s / base_s:.2f} "
+              f"of the baseline's time ({base_s / head_s:.2f}x faster)")
     return 1 if args.strict and not all(verdicts) else 0
 
 
