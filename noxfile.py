@@ -5,6 +5,7 @@ own (ruff, mypy and its stubs as the `dev` extra pins them, and ora-core with it
     nox -s tests      # scripts/install.sh, then the test suite
     nox -s lint       # ruff, then mypy over ora_core ([tool.mypy] in pyproject.toml)
     nox -s bench      # every benchmark under benchmarks/
+    nox -s build      # a wheel and an sdist of every distribution into dist/ (scripts/build_dists.py)
 """
 
 from __future__ import annotations
@@ -48,3 +49,12 @@ def bench(session: nox.Session) -> None:
     scripts = session.posargs or sorted(str(p) for p in (ROOT / "benchmarks").glob("*.py"))
     for script in scripts:
         session.run(VENV_PY, script, external=True)
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """A wheel and an sdist of ora-core and of every distribution under plugins/, contrib/ and meta/ into
+    dist/: pypa/build over hatchling (the build backend every pyproject.toml names), each wheel built from
+    its sdist. ``tests/test_dist_install.py`` installs them into a clean environment."""
+    session.install("build>=1.2", "hatchling>=1.24")
+    session.run("python", "scripts/build_dists.py", "--outdir", str(ROOT / "dist"), *session.posargs)

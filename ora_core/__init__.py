@@ -11,5 +11,5 @@ entry-point group, first-party ones included.
 
 from ora_core.kernel.hookspecs import hookimpl
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 __all__ = ["hookimpl", "__version__"]

@@ -11,6 +11,7 @@ import json
 import os
 import site
 import subprocess
+import tomllib
 import venv
 from pathlib import Path
 
@@ -53,7 +54,8 @@ def test_pip_install_makes_the_example_appear_and_uninstall_removes_it(
                     str(REPO / "contrib" / dist_dir))
     assert installed.returncode == 0, installed.stdout + installed.stderr
     row = listed(layered_venv)[entry]
-    assert (row["distribution"], row["version"], row["status"]) == (dist, "0.1.0", "ok")
+    version = tomllib.loads((REPO / "contrib" / dist_dir / "pyproject.toml").read_text())["project"]["version"]
+    assert (row["distribution"], row["version"], row["status"]) == (dist, version, "ok")
     assert row["components"] == {kind: [component]}
     if kind == "detector":
         assert row["layers"][0]["layer"] == "model_output"

@@ -1,7 +1,9 @@
-"""docs/plugins.md, run as written: both distributions are built from the page's file blocks, installed
-with pip into a throwaway environment layered over this one, listed by ``ora plugins list``, run on
-the page's configurations with the page's commands (the detector fires, the verifier decides the
-verdict), and their tests (also from the page) pass. The page cannot drift from what works."""
+"""docs/plugins.md, run as written: the three distributions are built from the page's file blocks,
+installed with pip into a throwaway environment layered over this one, listed by ``ora plugins list``,
+run on the page's configurations with the page's commands (the detector fires, the verifier decides the
+verdict, the backend answers a turn on llama.cpp), and their tests (also from the page) pass. The
+backend's blocks are ``contrib/example-backend``'s files, byte for byte. The page cannot drift from
+what works."""
 
 from __future__ import annotations
 
@@ -67,23 +69,35 @@ def run(work: Path, env_root: Path, argv: list[str]) -> subprocess.CompletedProc
     return subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600, cwd=work)
 
 
-def test_the_page_has_both_distributions_and_their_tests() -> None:
+def test_the_page_has_the_three_distributions_and_their_tests() -> None:
     files = page_files()
-    for dist in ("my-detector", "my-verifier"):
+    for dist in ("my-detector", "my-verifier", "example-backend"):
         assert {f"{dist}/pyproject.toml", f"{dist}/ora.toml"} <= set(files)
         assert any(f.startswith(f"{dist}/tests/test_") for f in files)
+
+
+def test_the_backend_section_shows_contrib_example_backend_as_it_is() -> None:
+    contrib = REPO / "contrib" / "example-backend"
+    shown = {path.removeprefix("example-backend/"): body for path, body in page_files().items()
+             if path.startswith("example-backend/")}
+    assert set(shown) == {"pyproject.toml", "ora.toml", "ora_example_backend/__init__.py",
+                          "ora_example_backend/backend.py", "tests/test_example_backend.py"}
+    for rel, body in shown.items():
+        assert body == (contrib / rel).read_text(encoding="utf-8"), f"docs/plugins.md's {rel} differs from {contrib}"
 
 
 def test_every_command_of_the_page_does_what_the_page_says(tutorial: tuple[Path, Path]) -> None:
     work, env_root = tutorial
     commands = page_commands()
-    assert [c[0] for c in commands].count(".venv/bin/pip") == 2
+    assert [c[0] for c in commands].count(".venv/bin/pip") == 3
     for argv in commands:
         done = run(work, env_root, argv)
         assert done.returncode == 0, f"{shlex.join(argv)}: {done.stdout[-2000:]}{done.stderr[-2000:]}"
         joined = shlex.join(argv)
         if joined.endswith("plugins list"):
             assert "my-detector" in done.stdout
+        if "example-backend/ora.toml" in joined:
+            assert done.stdout.strip(), done.stderr
         if "my-detector/ora.toml" in joined:
             assert "appeal-to-common-knowledge:common-knowledge" in done.stdout, done.stdout
         if "my-verifier/ora.toml" in joined:
@@ -96,3 +110,12 @@ def test_every_command_of_the_page_does_what_the_page_says(tutorial: tuple[Path,
     assert rows["my-detector"]["status"] == rows["my-verifier"]["status"] == "ok"
     assert rows["my-detector"]["components"] == {"detector": ["appeal-to-common-knowledge"]}
     assert rows["my-verifier"]["components"] == {"verifier": ["citations-exist"]}
+    assert rows["example-backend"]["status"] == "ok"
+    assert rows["example-backend"]["components"] == {"backend": ["text-completion"]}
+    answered = run(work, env_root, [".venv/bin/ora", "--config", "example-backend/ora.toml", "run", "--json",
+                                    "--mode", "simple", "What is the capital of France?"])
+    assert answered.returncode == 0, answered.stderr[-2000:]
+    result = json.loads(answered.stdout)
+    assert result["status"] in {"ok", "degraded"} and result["answer"].strip()
+    effective = {(c["effective_provider"], c["effective_model"]) for c in result["runtime_role_models"]}
+    assert effective == {("text-completion", "SmolLM2-135M")}

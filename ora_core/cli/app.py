@@ -26,7 +26,7 @@ from ora_core.cli import models as models_commands
 from ora_core.cli import modes as modes_commands
 from ora_core.cli import plugins as plugins_commands
 from ora_core.cli import run as run_command
-from ora_core.cli.state import EXIT_ERROR, begin_invocation, command_context, echo_err, get_host
+from ora_core.cli.state import EXIT_ERROR, EXIT_USAGE, begin_invocation, command_context, echo_err, get_host
 from ora_core.kernel.errors import OraError
 
 
@@ -35,9 +35,25 @@ def root(
     config: Optional[str] = typer.Option(
         None, "--config", "-c", help="Configuration file (else $ORA_CONFIG, ./ora.toml, user config dir)."
     ),
+    version: bool = typer.Option(
+        False, "--version", help="Print ora-core's version and exit (with -v: every installed Ora distribution's)."
+    ),
+    verbose: bool = typer.Option(False, "--verbose", "-v", help="With --version: every Ora distribution installed."),
 ) -> None:
-    """The root callback: this invocation's ``--config``, and the output guard (``state.begin_invocation``)."""
+    """The root callback: this invocation's ``--config``, and the output guard (``state.begin_invocation``);
+    ``--version`` answers here, before any command."""
     begin_invocation(config, ctx)
+    if version:
+        from ora_core.cli.version import print_version
+
+        print_version(verbose)
+        raise typer.Exit(0)
+    if verbose:
+        echo_err("ora: -v/--verbose goes with --version (ora --version -v)")
+        raise typer.Exit(EXIT_USAGE)
+    if ctx.invoked_subcommand is None:
+        typer.echo(ctx.get_help())
+        raise typer.Exit(EXIT_USAGE)
 
 
 def build_app() -> typer.Typer:
@@ -51,7 +67,7 @@ def build_app() -> typer.Typer:
         pretty_exceptions_enable=False,
         rich_markup_mode=None,
     )
-    app.callback()(root)
+    app.callback(invoke_without_command=True)(root)
     app.add_typer(run_command.commands)  # `ora run`: merged into the root, no group of its own
     app.add_typer(plugins_commands.group, name="plugins")
     app.add_typer(config_commands.group, name="config")

@@ -41,6 +41,7 @@ from ora_core.kernel.errors import (
     PluginError,
 )
 from ora_core.kernel.models import Completion, CompletionParams, Message, ModelCallRecord, assembled
+from ora_core.kernel.providers import distribution_status, missing_hint
 from ora_core.kernel.stash import StashKey
 from ora_core.kernel.trace import TurnContext
 from ora_core.kits.deadlines import deadline as _deadline
@@ -237,9 +238,10 @@ class BackendPool:
             try:
                 factory = self.host.get("backend", settings.type)
             except PluginError as exc:
+                hint = missing_hint("backend", settings.type, plugin_status=distribution_status(self.host))
                 raise ConfigError(
                     f"backend {name!r} has type {settings.type!r}, but no installed plugin registers "
-                    f"that backend type ({exc})", field=f"backends.{name}.type") from None
+                    f"that backend type ({exc}); {hint}", field=f"backends.{name}.type") from None
             self._built[name] = factory.create(settings)
         return self._built[name]
 

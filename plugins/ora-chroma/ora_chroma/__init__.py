@@ -18,7 +18,7 @@ from typing import Any
 
 from ora_core import hookimpl
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 
 @hookimpl

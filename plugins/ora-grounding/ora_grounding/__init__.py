@@ -27,7 +27,7 @@ __getattr__ = lazy_exports(__name__, {"UnsupportedSpecificsDetector": "detector"
                                       "GroundingVerifier": "verifier"})
 
 __all__ = ["DEFAULT_THRESHOLD", "GroundingVerifier", "UnsupportedSpecificsDetector"]
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 
 @hookimpl
