@@ -170,6 +170,7 @@ _CONTEXT = _rx(
     r"\b(?:the|as) usual\b", r"\bthe (?:normal|usual|regular) way\b", r"\bthe usual (?:way|people|format|place)\b",
     r"\blike (?:last time|before|we (?:said|agreed|discussed|planned))\b",
     r"\b(?:same|exactly) (?:as|like) (?:last time|before|yesterday|usual|last week)\b",
+    r"\b(?:as|like) (?:the )?last (?:time|round|one)\b",  # "the same thing as last time", "like the last one"
     r"\b(?:the way|how) (?:you|we|i) did (?:it |that |this )?(?:before|last time)\b",
     r"\b(?:we|you and i) (?:talked about|discussed|agreed(?: on)?|planned|started|keep|decided(?: on)?)\b",
     r"\b(?:as|like) (?:we|you) (?:agreed|discussed|planned|said)\b",

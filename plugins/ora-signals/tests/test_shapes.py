@@ -39,6 +39,7 @@ from ora_signals.shapes import RequestShapeDetector, request_shapes
     ("Write it up like we agreed.", "context-reference"),
     ("Mach es wie immer.", "context-reference"),
     ("Fais comme d'habitude avec les factures.", "context-reference"),
+    ("Do the same thing as last time for the Q3 deck.", "context-reference"),
     # claim-check (with assertion): asked outright whether a statement holds, or handed over
     ("Is it true that camels store water in their humps?", "claim-check"),
     ("Verify this: the Eiffel Tower grows in summer.", "claim-check"),
