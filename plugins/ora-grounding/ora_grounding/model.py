@@ -1,4 +1,4 @@
-"""The fitted constants of the grounding score: a logistic model over six features.
+"""The fitted constants of the grounding score: a logistic model over seven features.
 
 For each claim (a sentence that asserts something) of an answer::
 
@@ -6,6 +6,7 @@ For each claim (a sentence that asserts something) of an answer::
                   + MISSING_SPECIFIC * min(missing specifics, MAX_MISSING)
                   + MISSING_WORD * min(missing words, MAX_MISSING_WORDS)
                   + ANSWER_LEXICAL * answer lexical
+                  + COPY_REORDER * copy reorder
 
 - ``lexical``: the share of the claim's content words found in the evidence (stem-aware);
 - ``semantic``: the best MiniLM cosine between the claim and an evidence unit: the
@@ -18,7 +19,12 @@ For each claim (a sentence that asserts something) of an answer::
   dilutes the share);
 - ``answer lexical`` (issue 25): the share of the *whole answer's* content words found in the
   evidence, the same for every claim of the answer (reported as ``answer_lexical``): what an
-  answer adds outside its claims (a filler, a question, an aside) counts too.
+  answer adds outside its claims (a filler, a question, an aside) counts too;
+- ``copy reorder`` (issue 25, third design round): for a claim whose every content word is in the
+  evidence, the share of its consecutive content-word pairs that no evidence sentence has in that
+  order (at most four content words apart); 0 for any other claim (reported per claim as
+  ``copy_reorder``, beside ``order``): a copy of an evidence sentence that changes who or what
+  it is about keeps the words, not their order.
 
 The answer's score is ``sigmoid(min over claims of the claim logit + PERSONAL * personal)``:
 the weakest claim decides (one unsupported claim is enough), and ``personal`` is 1 when a
@@ -58,13 +64,14 @@ at about 1.7 times the verification time of a 300-word answer with commas.
 from __future__ import annotations
 
 # --- fitted: benchmarks/grounding_fit.py --write rewrites this block ---
-INTERCEPT = -3.70
-LEXICAL = 0.92
-SEMANTIC = 2.42
+INTERCEPT = -3.58
+LEXICAL = 1.09
+SEMANTIC = 2.15
 MISSING_SPECIFIC = -1.56
-MISSING_WORD = -0.29
-PERSONAL = -1.57
-ANSWER_LEXICAL = 2.29
+MISSING_WORD = -0.33
+PERSONAL = -1.61
+ANSWER_LEXICAL = 2.37
+COPY_REORDER = -1.65
 # --- end of fitted block ---
 
 #: Missing specifics counted at most this many times (one invented figure already says most).

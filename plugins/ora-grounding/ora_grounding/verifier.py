@@ -62,7 +62,8 @@ DEFAULT_THRESHOLD = 0.28
 CHECKS = ("MiniLM similarity of each claim to its best evidence sentence or part of one",
           "lexical overlap (share and count of content words absent from the evidence)",
           "numbers, dates, names and quotations absent from the evidence",
-          "talk about the speaker or the listener (no evidence supports it)")
+          "talk about the speaker or the listener (no evidence supports it)",
+          "a claim made of evidence words in an order no evidence sentence has (copy-reorder)")
 
 
 def excluded(ctx: Any) -> frozenset[str]:
@@ -207,6 +208,9 @@ def _claim_reason(s: ClaimScore) -> str:
         absent = f"; not in the evidence: {', '.join(s.missing_words[:8])}" if s.missing_words else ""
         why.append(f"no evidence sentence says this (best similarity {s.semantic:.2f}, "
                    f"{s.lexical:.0%} of its content words in the evidence{absent})")
+    if s.copy_reorder > 0:
+        why.append(f"its words are all in the evidence but {s.copy_reorder:.0%} of its word pairs are in no "
+                   "evidence sentence in that order (who or what it is about may have changed)")
     return f"unsupported ({s.score:.2f}): {s.claim[:160]!r} — " + "; ".join(why)
 
 
