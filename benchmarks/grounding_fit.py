@@ -126,12 +126,24 @@ def columns() -> tuple[str, ...]:
     return COLUMNS + tuple(TERMS[t].column for t in EXTRA_TERMS)
 
 
+#: Shipped columns the design leaves out (``-name`` in ``--terms`` / ``--compare``: the column is
+#: zero, so its weight stays 0 under the L2 penalty: the model as it was before that term).
+DROPPED: set[str] = set()
+
+
 def use_terms(terms: list[str]) -> None:
-    """Fit (and design) with the shipped columns plus ``terms`` from now on."""
-    unknown = [t for t in terms if t not in TERMS]
+    """Fit (and design) with the shipped columns plus ``terms`` from now on; a term ``-name``
+    leaves the shipped column ``NAME`` out instead (``-copy_reorder``: the model before issue
+    25's third design round)."""
+    dropped = {t[1:].upper() for t in terms if t.startswith("-")}
+    added = [t for t in terms if not t.startswith("-")]
+    unknown = [t for t in added if t not in TERMS] + [f"-{c.lower()}" for c in dropped if c not in COLUMNS]
     if unknown:
-        raise SystemExit(f"grounding_fit: unknown term(s) {', '.join(unknown)} (known: {', '.join(TERMS)})")
-    EXTRA_TERMS[:] = terms
+        raise SystemExit(f"grounding_fit: unknown term(s) {', '.join(unknown)} (known: {', '.join(TERMS)}, "
+                         f"or -column of {', '.join(c.lower() for c in COLUMNS)})")
+    EXTRA_TERMS[:] = added
+    DROPPED.clear()
+    DROPPED.update(dropped)
     _designs.clear()
 
 
@@ -175,7 +187,7 @@ def design(f: AnswerFeatures, caps: Caps) -> np.ndarray:
     """The claim rows of one answer as model inputs (``COLUMNS``): lexical, semantic, capped
     missing specifics, capped missing words, personal, answer lexical, then the ``EXTRA_TERMS``
     (kept per answer, caps and terms: the nested CV asks for the same ones many times)."""
-    key = (id(f), caps.max_missing, caps.max_missing_words, tuple(EXTRA_TERMS))
+    key = (id(f), caps.max_missing, caps.max_missing_words, (*EXTRA_TERMS, *sorted(DROPPED)))
     kept = _designs.get(key)
     if kept is not None and kept[0] is f:
         return kept[1]
@@ -183,6 +195,8 @@ def design(f: AnswerFeatures, caps: Caps) -> np.ndarray:
              f.answer_lexical, copy_reorder(row[0], row[7]), *(term_value(t, row, f) for t in EXTRA_TERMS)]
             for row in f.claims]
     x = np.array(rows, dtype=float).reshape(-1, len(columns()))
+    for name in DROPPED:
+        x[:, COLUMNS.index(name)] = 0.0
     _designs[key] = (f, x)
     return x
 
@@ -495,7 +509,8 @@ def compare(splits: list[Split], k: int, seeds: list[int], designs: list[str]) -
             cells.append(f"{r['delta']:+.4f} {'MET ' if r['delta'] >= TARGET_MARGIN else 'MISS'}")
         print(f"{s.file:26s}" + "".join(f" {c:>22s}" for c in cells))
     for n in designs:
-        print(f"{n}: " + "; ".join(TERMS[t].says for t in n.split("+")))
+        print(f"{n}: " + "; ".join(f"without the shipped {t[1:]}" if t.startswith("-") else TERMS[t].says
+                                   for t in n.split("+")))
     return {"seeds": seeds, "load_average": load, "designs": results}
 
 
@@ -523,9 +538,10 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"fit with these candidate terms besides the shipped columns ({', '.join(TERMS)})")
     parser.add_argument("--compare", type=_names, default=None, metavar="A,B",
                         help="nested CV (over --seeds) of the shipped model and of the shipped model plus each "
-                             "term, in the same run, side by side per source (A+B: both terms together)")
+                             "term, in the same run, side by side per source (A+B: both terms together; "
+                             "-name: without the shipped column NAME, e.g. -copy_reorder)")
     args = parser.parse_args(argv)
-    if args.write and args.terms:
+    if args.write and args.terms:  # a dropped column would be written as 0.00: refused too
         parser.error("--write rewrites the shipped columns only: a candidate term is not read by the verifier")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 

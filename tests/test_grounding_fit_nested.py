@@ -71,7 +71,27 @@ def test_compare_prints_the_shipped_model_and_each_candidate_term_per_source_in_
     out = capsys.readouterr().out
     assert "model-sees.jsonl" in out and "MET" in out and "MISS" in out and "load average" in out
     assert gf.TERMS["short"].says in out
-    assert gf.EXTRA_TERMS == []  # the shipped columns again afterwards
+    assert gf.EXTRA_TERMS == [] and not gf.DROPPED  # the shipped columns again afterwards
+
+
+def test_a_minus_term_leaves_a_shipped_column_out_and_an_unknown_term_is_refused_by_name():
+    gf = _fit()
+    caps = gf.Caps(max_missing=1, max_missing_words=4, l2=1.0)
+    copied = gf.AnswerFeatures(claims=[[1.0, 0.9, 0.0, 0.0, 4.0, 0.0, 1.0, 0.25]], personal=False)
+    column = gf.COLUMNS.index("COPY_REORDER")
+    gf.use_terms(["-copy_reorder"])
+    try:
+        assert gf.design(copied, caps)[0, column] == 0.0
+    finally:
+        gf.use_terms([])
+    assert gf.design(copied, caps)[0, column] == 0.75
+    for bad in (["sparkle"], ["-sparkle"]):
+        try:
+            gf.use_terms(bad)
+        except SystemExit as exc:
+            assert bad[0] in str(exc)
+        else:
+            raise AssertionError(f"{bad} was accepted")
 
 
 def test_nested_cv_reports_each_sources_outer_folds_beside_both_baselines(monkeypatch):
