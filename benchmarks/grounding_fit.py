@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/grounding_fit.py [--data DIR] [--folds 5] [--seed 0]
         [--holdout 0.2] [--holdout-seed 15] [--cache PATH] [--write] [--json PATH]
+        [--nested] [--seeds A-B] [--terms A,B] [--compare A,B+C,-copy_reorder]
 
 1. Reads every ``*.jsonl`` of ``DIR`` (default ``../shared/data``; the format of ``ora bench
    grounding``) and sets a fixed seeded share of each file aside (``--holdout``, seed
@@ -18,6 +19,11 @@
    The two baselines of ``ora bench grounding`` are measured on the same folds.
 4. Fits on all of the rest: the constants to ship. Reports their AUROC (and the baselines') on
    the held-out share, and the threshold they recommend.
+
+``--compare`` runs step 3's nested CV (``--nested``) for the shipped model and for each design
+given (a candidate term of ``TERMS`` added, ``A+B`` both, ``-name`` a shipped column left out) in
+one run, and prints each source's outer-fold delta side by side with the load average: how a
+term is judged before it ships (issue 25's third design round; ``model.py`` has the figures).
 
 With ``--write`` the fitted block of ``model.py`` is rewritten. The fit: L2-penalised logistic
 regression (Newton's method, intercept free), "the weakest claim decides" fitted as a
