@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/grounding_fit.py [--data DIR] [--folds 5] [--seed 0]
         [--holdout 0.2] [--holdout-seed 15] [--cache PATH] [--write] [--json PATH]
-        [--nested] [--seeds A-B] [--terms A,B] [--compare A,B+C,-copy_reorder]
+        [--nested] [--seeds A-B] [--terms A,B] [--compare=A,B+C,-copy_reorder]
 
 1. Reads every ``*.jsonl`` of ``DIR`` (default ``../shared/data``; the format of ``ora bench
    grounding``) and sets a fixed seeded share of each file aside (``--holdout``, seed
@@ -545,7 +545,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--compare", type=_names, default=None, metavar="A,B",
                         help="nested CV (over --seeds) of the shipped model and of the shipped model plus each "
                              "term, in the same run, side by side per source (A+B: both terms together; "
-                             "-name: without the shipped column NAME, e.g. -copy_reorder)")
+                             "-name: without the shipped column NAME, e.g. --compare=-copy_reorder; the = keeps "
+                             "the dash an argument)")
     args = parser.parse_args(argv)
     if args.write and args.terms:  # a dropped column would be written as 0.00: refused too
         parser.error("--write rewrites the shipped columns only: a candidate term is not read by the verifier")
