@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/grounding_fit.py [--data DIR] [--folds 5] [--seed 0]
         [--holdout 0.2] [--holdout-seed 15] [--cache PATH] [--write] [--json PATH]
+        [--nested] [--seeds A-B] [--terms A,B] [--compare=A,B+C,-copy_reorder]
 
 1. Reads every ``*.jsonl`` of ``DIR`` (default ``../shared/data``; the format of ``ora bench
    grounding``) and sets a fixed seeded share of each file aside (``--holdout``, seed
@@ -18,6 +19,11 @@
    The two baselines of ``ora bench grounding`` are measured on the same folds.
 4. Fits on all of the rest: the constants to ship. Reports their AUROC (and the baselines') on
    the held-out share, and the threshold they recommend.
+
+``--compare`` runs step 3's nested CV (``--nested``) for the shipped model and for each design
+given (a candidate term of ``TERMS`` added, ``A+B`` both, ``-name`` a shipped column left out) in
+one run, and prints each source's outer-fold delta side by side with the load average: how a
+term is judged before it ships (issue 25's third design round; ``model.py`` has the figures).
 
 With ``--write`` the fitted block of ``model.py`` is rewritten. The fit: L2-penalised logistic
 regression (Newton's method, intercept free), "the weakest claim decides" fitted as a
@@ -48,6 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "plugins" / "ora-grounding"))
 
 from ora_grounding import model  # noqa: E402
+from ora_grounding.scoring import copy_reorder  # noqa: E402
 
 from ora_core.cli.bench_grounding import (  # noqa: E402
     DEFAULT_DATA,
@@ -69,10 +76,81 @@ def overlap_score(answer: str, evidence: str) -> float:
 #: The folders the fit reads by default: the shared dev files and the sources issue 25 brought in.
 DEFAULT_FOLDERS = (DEFAULT_DATA, ROOT / "benchmarks" / "data" / "grounding")
 FEATURES = ("lexical", "semantic", "missing", "missing_words")
-#: The columns of ``design`` and the constant each weight becomes (the intercept last).
-COLUMNS = ("LEXICAL", "SEMANTIC", "MISSING_SPECIFIC", "MISSING_WORD", "PERSONAL", "ANSWER_LEXICAL")
+#: The columns of ``design`` and the constant each weight becomes (the intercept last): the shipped model's.
+COLUMNS = ("LEXICAL", "SEMANTIC", "MISSING_SPECIFIC", "MISSING_WORD", "PERSONAL", "ANSWER_LEXICAL", "COPY_REORDER")
 #: Changes when the verifier's features change meaning (cached features of another version are recomputed).
-FEATURES_VERSION = 5
+FEATURES_VERSION = 7
+
+#: Yes/no openings of an answer (``yes_to_personal``).
+_YES_NO = re.compile(r"^\s*(?:yes|yeah|yep|yup|no|nope|nah|sure|definitely|absolutely|of course)\b", re.IGNORECASE)
+
+
+class Term(BaseModel):
+    """A candidate term: measured by ``--terms`` / ``--compare`` beside the shipped columns, shipped
+    only when the nested CV says it helps out of sample (``model.py`` records which were measured)."""
+
+    column: str
+    says: str  # the one sentence the docs would state
+
+
+#: Candidate terms of issue 25's third design round (aimed at the dialogue sources' worst-ranked
+#: answers: copies of a knowledge sentence that change who or what it is about, answers that
+#: gather their words from all over the evidence, "yes" to a question about the speaker, short
+#: chit-chat claims sinking a supported answer). The values come from each claim's row
+#: (``features_of``) and the answer (``AnswerFeatures``).
+TERMS = {
+    "order": Term(column="ORDER", says="the share of the claim's consecutive content-word pairs that some "
+                  "evidence sentence has in that order, at most four content words apart"),
+    "focus": Term(column="FOCUS", says="the share of the claim's content words found in its best single "
+                  "evidence unit (a sentence or two adjacent ones)"),
+    "yes_to_personal": Term(column="YES_TO_PERSONAL", says="the answer opens with yes/no to a question about "
+                            "the speaker or the listener (\"do you like it?\"), which no evidence supports"),
+    "short": Term(column="SHORT", says="the claim has at most two content words and no specific (chit-chat "
+                  "such as \"that's awesome\")"),
+}
+
+
+def term_value(name: str, row: list[float], f: AnswerFeatures) -> float:
+    """The value of candidate term ``name`` for one claim ``row`` of answer ``f``."""
+    content, specifics, focus, order = row[4], row[5], row[6], row[7]
+    if name == "order":
+        return order
+    if name == "focus":
+        return focus
+    if name == "yes_to_personal":
+        return float(f.yes_to_personal)
+    if name == "short":
+        return float(content <= 2 and specifics == 0)
+    raise ValueError(f"unknown term {name!r} (known: {', '.join(TERMS)})")
+
+
+#: The candidate terms the design adds to ``COLUMNS`` (``--terms``; empty: the shipped model).
+EXTRA_TERMS: list[str] = []
+
+
+def columns() -> tuple[str, ...]:
+    return COLUMNS + tuple(TERMS[t].column for t in EXTRA_TERMS)
+
+
+#: Shipped columns the design leaves out (``-name`` in ``--terms`` / ``--compare``: the column is
+#: zero, so its weight stays 0 under the L2 penalty: the model as it was before that term).
+DROPPED: set[str] = set()
+
+
+def use_terms(terms: list[str]) -> None:
+    """Fit (and design) with the shipped columns plus ``terms`` from now on; a term ``-name``
+    leaves the shipped column ``NAME`` out instead (``-copy_reorder``: the model before issue
+    25's third design round)."""
+    dropped = {t[1:].upper() for t in terms if t.startswith("-")}
+    added = [t for t in terms if not t.startswith("-")]
+    unknown = [t for t in added if t not in TERMS] + [f"-{c.lower()}" for c in dropped if c not in COLUMNS]
+    if unknown:
+        raise SystemExit(f"grounding_fit: unknown term(s) {', '.join(unknown)} (known: {', '.join(TERMS)}, "
+                         f"or -column of {', '.join(c.lower() for c in COLUMNS)})")
+    EXTRA_TERMS[:] = added
+    DROPPED.clear()
+    DROPPED.update(dropped)
+    _designs.clear()
 
 
 class Caps(BaseModel):
@@ -91,6 +169,8 @@ class AnswerFeatures(BaseModel):
     claims: list[list[float]]
     personal: bool
     answer_lexical: float = 1.0  # the share of the whole answer's content words the evidence has
+    #: the answer opens with yes/no to a question about the speaker or listener (candidate term)
+    yes_to_personal: bool = False
 
 
 class Split(BaseModel):
@@ -106,20 +186,23 @@ class Split(BaseModel):
 
 # --- the fit -----------------------------------------------------------------------------------
 
-_designs: dict[tuple[int, int, int], tuple[AnswerFeatures, np.ndarray]] = {}
+_designs: dict[tuple[int, int, int, tuple[str, ...]], tuple[AnswerFeatures, np.ndarray]] = {}
 
 
 def design(f: AnswerFeatures, caps: Caps) -> np.ndarray:
     """The claim rows of one answer as model inputs (``COLUMNS``): lexical, semantic, capped
-    missing specifics, capped missing words, personal (kept per answer and caps: the nested CV
-    asks for the same ones many times)."""
-    key = (id(f), caps.max_missing, caps.max_missing_words)
+    missing specifics, capped missing words, personal, answer lexical, then the ``EXTRA_TERMS``
+    (kept per answer, caps and terms: the nested CV asks for the same ones many times)."""
+    key = (id(f), caps.max_missing, caps.max_missing_words, (*EXTRA_TERMS, *sorted(DROPPED)))
     kept = _designs.get(key)
     if kept is not None and kept[0] is f:
         return kept[1]
-    rows = [[lex, sem, min(miss, caps.max_missing), min(words, caps.max_missing_words), float(f.personal),
-             f.answer_lexical] for lex, sem, miss, words, *_ in f.claims]
-    x = np.array(rows, dtype=float).reshape(-1, len(COLUMNS))
+    rows = [[row[0], row[1], min(row[2], caps.max_missing), min(row[3], caps.max_missing_words), float(f.personal),
+             f.answer_lexical, copy_reorder(row[0], row[7]), *(term_value(t, row, f) for t in EXTRA_TERMS)]
+            for row in f.claims]
+    x = np.array(rows, dtype=float).reshape(-1, len(columns()))
+    for name in DROPPED:
+        x[:, COLUMNS.index(name)] = 0.0
     _designs[key] = (f, x)
     return x
 
@@ -232,10 +315,21 @@ def features_of(verdict: Any) -> AnswerFeatures:
     from ora_grounding.text import content_words
 
     claims = [[float(c["lexical"]), float(c["semantic"]), float(len(c["missing_specifics"])),
-               float(len(c["missing_words"])), float(len(content_words(c["claim"]))), float(len(c["specifics"]))]
+               float(len(c["missing_words"])), float(len(content_words(c["claim"]))), float(len(c["specifics"])),
+               float(c.get("focus", 1.0)), float(c.get("order", 1.0))]
               for c in verdict.data.get("claims", [])]
     return AnswerFeatures(claims=claims, personal=bool(verdict.data.get("personal")),
                           answer_lexical=float(verdict.data.get("answer_lexical", 1.0)))
+
+
+def answers_personal_question(e: GroundingExample) -> bool:
+    """The answer opens with yes/no to a question (the example's ``question`` ends with "?") whose
+    last sentence talks about the speaker or the listener (``text.speaks_of_persons``)."""
+    from ora_grounding.text import speaks_of_persons, split_sentences
+
+    question = (e.question or "").strip()
+    last = (split_sentences(question) or [question])[-1]
+    return bool(_YES_NO.match(e.answer)) and question.endswith("?") and speaks_of_persons(last)
 
 
 def example_key(e: GroundingExample) -> str:
@@ -251,7 +345,9 @@ def compute_features(examples: list[GroundingExample], cache: dict[str, Any], ve
         if key not in cache:
             verdict = verifier.verify(e.answer, {"chunks": [e.evidence], "question": e.question}, "", ctx)
             cache[key] = features_of(verdict).model_dump()
-        out.append(AnswerFeatures.model_validate(cache[key]))
+        features = AnswerFeatures.model_validate(cache[key])
+        features.yes_to_personal = answers_personal_question(e)
+        out.append(features)
     print(f"  features: {path.name} ({len(examples)} answers)", file=sys.stderr)
     return out
 
@@ -384,6 +480,46 @@ def write_constants(w: np.ndarray) -> None:
     print(f"wrote the fitted constants to {path}")
 
 
+def _names(text: str) -> list[str]:
+    return [name.strip() for name in text.split(",") if name.strip()]
+
+
+def compare(splits: list[Split], k: int, seeds: list[int], designs: list[str]) -> dict[str, Any]:
+    """The nested CV of the shipped model and of each design (a term, or terms joined by ``+``)
+    added to it, on the same folds and in the same run: per source, the outer-fold delta over
+    the better baseline (mean over ``seeds``) and MET/MISS, with the load average."""
+    names = ["shipped", *designs]
+    for design_name in designs:
+        use_terms(design_name.split("+"))  # refuses an unknown term before the long run starts
+    results: dict[str, dict[str, Any]] = {}
+    load = [os.getloadavg()]
+    for name in names:
+        use_terms([] if name == "shipped" else name.split("+"))
+        started = time.perf_counter()
+        runs = [nested(splits, k, seed) for seed in seeds]
+        results[name] = {s.file: {"delta": round(statistics.fmean(r["files"][s.file]["delta"] for r in runs), 4),
+                                  "min": round(min(r["files"][s.file]["delta"] for r in runs), 4),
+                                  "auroc": round(statistics.fmean(r["files"][s.file]["auroc"] for r in runs), 4)}
+                         for s in splits}
+        print(f"  nested CV of {name}: {time.perf_counter() - started:.0f}s", file=sys.stderr)
+    use_terms([])
+    load.append(os.getloadavg())
+    print(f"\nnested CV, outer-fold AUROC delta over the better baseline per source (mean over fold seeds "
+          f"{seeds[0]}-{seeds[-1]}; MET at +{TARGET_MARGIN}); load average {load[0][0]:.1f} at the start, "
+          f"{load[1][0]:.1f} at the end:")
+    print(f"{'source':26s}" + "".join(f" {n[:22]:>22s}" for n in names))
+    for s in splits:
+        cells = []
+        for n in names:
+            r = results[n][s.file]
+            cells.append(f"{r['delta']:+.4f} {'MET ' if r['delta'] >= TARGET_MARGIN else 'MISS'}")
+        print(f"{s.file:26s}" + "".join(f" {c:>22s}" for c in cells))
+    for n in designs:
+        print(f"{n}: " + "; ".join(f"without the shipped {t[1:]}" if t.startswith("-") else TERMS[t].says
+                                   for t in n.split("+")))
+    return {"seeds": seeds, "load_average": load, "designs": results}
+
+
 def _seeds(text: str) -> list[int]:
     first, _, last = text.partition("-")
     return list(range(int(first), int(last or first) + 1))
@@ -404,7 +540,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cache", type=Path, default=None, help="keep the verifier's features here (JSON)")
     parser.add_argument("--write", action="store_true", help="rewrite the fitted block of ora_grounding/model.py")
     parser.add_argument("--json", type=Path, default=None, help="also write the report here")
+    parser.add_argument("--terms", type=_names, default=[], metavar="A,B",
+                        help=f"fit with these candidate terms besides the shipped columns ({', '.join(TERMS)})")
+    parser.add_argument("--compare", type=_names, default=None, metavar="A,B",
+                        help="nested CV (over --seeds) of the shipped model and of the shipped model plus each "
+                             "term, in the same run, side by side per source (A+B: both terms together; "
+                             "-name: without the shipped column NAME, e.g. --compare=-copy_reorder; the = keeps "
+                             "the dash an argument)")
     args = parser.parse_args(argv)
+    if args.write and args.terms:  # a dropped column would be written as 0.00: refused too
+        parser.error("--write rewrites the shipped columns only: a candidate term is not read by the verifier")
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
     cache: dict[str, Any] = {}
@@ -424,8 +569,14 @@ def main(argv: list[str] | None = None) -> int:
     print(f"features of {sum(len(s.examples) for s in splits)} answers in {time.perf_counter() - started:.0f}s",
           file=sys.stderr)
 
+    if args.compare is not None:
+        report = compare(splits, args.folds, args.seeds or [args.seed], args.compare)
+        if args.json is not None:
+            args.json.write_text(json.dumps(report, indent=2), encoding="utf-8")
+        return 0
+    use_terms(args.terms)
     caps = Caps(max_missing=model.MAX_MISSING, max_missing_words=model.MAX_MISSING_WORDS, l2=model.L2)
-    report: dict[str, Any] = {"caps": caps.model_dump()}
+    report: dict[str, Any] = {"caps": caps.model_dump(), "terms": args.terms}
     cv = report["cv"] = cross_validate(splits, args.folds, args.seed, caps)
     x, y = _rows(splits, caps, lambda s, i: not s.holdout[i])
     w = fit_weakest_claim(x, y, caps.l2)
@@ -481,7 +632,7 @@ def main(argv: list[str] | None = None) -> int:
     for file, r in held.items():
         print(f"{file:26s} n={r['examples']:4d} AUROC {r['auroc']:.3f} overlap {r['overlap']:.3f} length "
               f"{r['length']:.3f} delta {r['delta']:+.3f} acc {r['accuracy']:.3f}")
-    names = (*COLUMNS, "INTERCEPT")
+    names = (*columns(), "INTERCEPT")
     print("\nfitted constants: " + ", ".join(f"{n} = {v:.2f}" for n, v in zip(names, w, strict=True)))
     print(f"recommended [verification] threshold: {threshold:.2f}")
     report.update(constants=dict(zip(names, map(float, w), strict=True)), threshold=threshold)

@@ -12,13 +12,20 @@ For every claim (a sentence that asserts something, see ``text.split_claims``):
   content words with the claim are encoded, so a 100-sentence page costs a few encodes. A claim
   found word for word in the evidence (a span such as "New York Cotton Exchange") has similarity 1.0;
 - ``specifics`` — every number, date, name and quotation of the claim, looked up in the
-  evidence (``specifics.check_specifics``).
+  evidence (``specifics.check_specifics``);
+- ``order`` — the share of the claim's consecutive content-word pairs that some evidence sentence
+  has in that order, at most ``ORDER_WINDOW`` content words apart; ``copy_reorder`` is ``1 - order``
+  for a claim whose every content word the evidence has (else 0): a copy of a knowledge sentence
+  that swaps who or what it is about keeps the words but not their order;
+- ``focus`` — the share of the claim's content words in its best single evidence unit (reported
+  for the refit's candidate terms, not weighted).
 
 They combine in a logistic model (``model``: the fitted constants and how they were fitted)::
 
     claim logit = intercept + lexical * w_lexical + semantic * w_semantic
                   + w_missing * min(missing specifics, max_missing)
                   + w_missing_word * min(missing words, max_missing_words)
+                  + w_answer_lexical * answer lexical + w_copy_reorder * copy_reorder
 
 and a claim's score is ``sigmoid(logit)``, an estimate of P(supported). The answer's score is
 the weakest claim's, lowered by ``w_personal`` (in logit) when a sentence of the answer talks
@@ -63,6 +70,7 @@ class ScoringWeights(BaseModel):
     max_missing_words: int = Field(default=model.MAX_MISSING_WORDS, ge=0)
     personal: float = model.PERSONAL
     answer_lexical: float = model.ANSWER_LEXICAL
+    copy_reorder: float = model.COPY_REORDER
     candidates: int = Field(default=model.CANDIDATES, ge=1)
     clause_candidates: int = Field(default=model.CLAUSE_CANDIDATES, ge=0)
     unit_chars: int = Field(default=600, ge=50)
@@ -84,6 +92,12 @@ class ClaimScore(BaseModel):
     specifics: list[SpecificCheck] = []
     missing_specifics: list[str] = []
     missing_words: list[str] = []
+    #: the share of the claim's content words found in its best single evidence unit (a sentence or two)
+    focus: float = 1.0
+    #: the share of the claim's consecutive content-word pairs some evidence sentence has in that order, close
+    order: float = 1.0
+    #: ``1 - order`` when every content word of the claim is in the evidence, else 0 (the model's term)
+    copy_reorder: float = 0.0
     supported: bool = False
 
 
@@ -142,6 +156,41 @@ def clause_units(items: Sequence[EvidenceItem], max_chars: int = 600) -> list[Ev
     return units
 
 
+#: Two content words of an evidence sentence count as an ordered pair when at most this many apart.
+ORDER_WINDOW = 4
+
+
+def ordered_pairs(items: Sequence[EvidenceItem], window: int = ORDER_WINDOW) -> frozenset[tuple[str, str]]:
+    """Every (earlier, later) pair of content stems of one evidence sentence at most ``window``
+    content words apart: what "in that order, close together" means for ``order_support``."""
+    pairs: set[tuple[str, str]] = set()
+    for item in items:
+        for sentence in split_sentences(item.text) or [item.text]:
+            stems = content_stems(sentence)
+            for i, a in enumerate(stems):
+                for b in stems[i + 1:i + 1 + window]:
+                    pairs.add((a, b))
+    return frozenset(pairs)
+
+
+def order_support(claim_stems: Sequence[str], pairs: frozenset[tuple[str, str]]) -> float:
+    """The share of the claim's consecutive content-word pairs that some evidence sentence has in
+    the same order, close together (1.0 when the claim has fewer than two content words): a claim
+    that copies an evidence sentence but swaps who did what to whom keeps its words, not their order."""
+    steps = list(zip(claim_stems, claim_stems[1:], strict=False))
+    if not steps:
+        return 1.0
+    return sum(step in pairs for step in steps) / len(steps)
+
+
+def focus_support(claim_stems: set[str], units: Sequence[EvidenceUnit]) -> float:
+    """The share of the claim's content stems found in its best single evidence unit (a sentence,
+    or two adjacent ones): words gathered from all over the evidence support less than one passage."""
+    if not claim_stems:
+        return 1.0
+    return max((len(claim_stems & u.stems) for u in units), default=0) / len(claim_stems)
+
+
 def _candidates(claim_stems: set[str], units: Sequence[EvidenceUnit], k: int) -> list[int]:
     if len(units) <= k:
         return list(range(len(units)))
@@ -163,14 +212,22 @@ def sigmoid(x: float) -> float:
     return e / (1.0 + e)
 
 
+def copy_reorder(lexical: float, order: float) -> float:
+    """The copy-reorder term: ``1 - order`` for a claim whose every content word the evidence has
+    (``lexical`` 1.0), else 0: a claim that copies an evidence sentence's words and changes who or
+    what they are about keeps its words but not their order."""
+    return 1.0 - order if lexical >= 1.0 else 0.0
+
+
 def claim_logit(lexical: float, semantic: float, missing: int, missing_words: int, weights: ScoringWeights,
-                answer_lexical: float = 1.0) -> float:
+                answer_lexical: float = 1.0, reorder: float = 0.0) -> float:
     """A claim's logit (``model``'s formula); ``answer_lexical`` is the whole answer's share of
-    content words the evidence has, the same for every claim of the answer."""
+    content words the evidence has, the same for every claim of the answer; ``reorder`` is the
+    claim's ``copy_reorder`` term."""
     return (weights.intercept + weights.lexical * lexical + weights.semantic * semantic
             + weights.missing_specific * min(missing, weights.max_missing)
             + weights.missing_word * min(missing_words, weights.max_missing_words)
-            + weights.answer_lexical * answer_lexical)
+            + weights.answer_lexical * answer_lexical + weights.copy_reorder * reorder)
 
 
 def score_claims(claims: Sequence[str], items: Sequence[EvidenceItem], embedder: Embedder,
@@ -194,6 +251,7 @@ def score_claims(claims: Sequence[str], items: Sequence[EvidenceItem], embedder:
     units = evidence_units(items, weights.unit_chars)
     clauses = clause_units(items, weights.unit_chars) if weights.clause_candidates else []
     everything = [*units, *clauses]
+    pairs = ordered_pairs(items)
     picks = []
     for claim in claims:
         stems = set(content_stems(claim))
@@ -224,13 +282,18 @@ def score_claims(claims: Sequence[str], items: Sequence[EvidenceItem], embedder:
         # the question's proposition is worded by the asker: its share and similarity say how much of
         # its subject matter the evidence holds, and a bare yes/no adds no word of its own to count
         missing_words = [] if from_question else absent
-        logit = claim_logit(lexical, best, len(missing), len(missing_words), weights, answer_lexical)
+        claim_stems = content_stems(claim)
+        focus = focus_support(set(claim_stems), units)
+        order = order_support(claim_stems, pairs)
+        reorder = copy_reorder(lexical, order)
+        logit = claim_logit(lexical, best, len(missing), len(missing_words), weights, answer_lexical, reorder)
         score = round(sigmoid(logit), 4)
         scores.append(ClaimScore(
             claim=claim, score=score, logit=round(logit, 4), lexical=round(lexical, 4), semantic=round(best, 4),
             verbatim=verbatim, best_evidence=everything[best_i].text[:300] if best_i >= 0 else "",
             best_source=everything[best_i].source if best_i >= 0 else "",
             specifics=checks, missing_specifics=missing, missing_words=missing_words,
+            focus=round(focus, 4), order=round(order, 4), copy_reorder=round(reorder, 4),
             supported=score >= threshold and not missing,
         ))
     return scores

@@ -57,8 +57,9 @@ def test_a_sentence_the_evidence_holds_word_for_word_is_not_personal():
 
 def test_the_default_weights_are_the_fitted_constants():
     w = ScoringWeights()
-    assert (w.intercept, w.lexical, w.semantic, w.missing_specific, w.missing_word, w.personal) == (
-        model.INTERCEPT, model.LEXICAL, model.SEMANTIC, model.MISSING_SPECIFIC, model.MISSING_WORD, model.PERSONAL)
+    assert (w.intercept, w.lexical, w.semantic, w.missing_specific, w.missing_word, w.personal, w.answer_lexical,
+            w.copy_reorder) == (model.INTERCEPT, model.LEXICAL, model.SEMANTIC, model.MISSING_SPECIFIC,
+                                model.MISSING_WORD, model.PERSONAL, model.ANSWER_LEXICAL, model.COPY_REORDER)
     assert (w.max_missing, w.max_missing_words, w.candidates, w.clause_candidates) == (
         model.MAX_MISSING, model.MAX_MISSING_WORDS, model.CANDIDATES, model.CLAUSE_CANDIDATES)
     assert model.LEXICAL > 0 and model.SEMANTIC > 0 and model.PERSONAL < 0
@@ -99,7 +100,7 @@ def test_each_claim_scores_as_the_logistic_model_of_its_features(verifier):
         absent = min(len(c["missing_words"]), model.MAX_MISSING_WORDS)
         expected = model.INTERCEPT + model.LEXICAL * c["lexical"] + model.SEMANTIC * c["semantic"] \
             + model.MISSING_SPECIFIC * missing + model.MISSING_WORD * absent \
-            + model.ANSWER_LEXICAL * verdict.data["answer_lexical"]
+            + model.ANSWER_LEXICAL * verdict.data["answer_lexical"] + model.COPY_REORDER * c["copy_reorder"]
         assert c["logit"] == pytest.approx(expected, abs=1e-3)
         assert c["score"] == pytest.approx(sigmoid(expected), abs=1e-3)
     weakest = min(verdict.data["claims"], key=lambda c: c["logit"])
@@ -156,6 +157,7 @@ def test_missing_words_are_the_content_words_the_evidence_lacks_counted_up_to_th
     expected = model.INTERCEPT + model.LEXICAL * c["lexical"] + model.SEMANTIC * c["semantic"] \
         + model.MISSING_WORD * model.MAX_MISSING_WORDS \
         + model.ANSWER_LEXICAL * verdict.data["answer_lexical"]  # six absent words count as the cap
+    assert c["copy_reorder"] == 0.0  # not every content word is in the evidence: no copy-reorder term
     assert c["logit"] == pytest.approx(expected, abs=1e-3)
     assert "not in the evidence: painted, bright, purple" in verdict.raw_output.replace("words ", "")
 
