@@ -211,3 +211,43 @@ def test_ora_run_on_ctrl_c_interrupts_the_turn_exits_130_and_closes_its_trace(tm
     doc = json.loads(next((tmp_path / "traces").glob("*/*/turn.json")).read_text())
     assert doc["status"] == "halted" and doc["interruption"]["reason"] == "user-interrupt"
     assert f"trace: {Path(next((tmp_path / 'traces').glob('*/*/turn.json'))).parent}" in out
+
+
+class SlowFinish:
+    """An ``ora_turn_finished`` observer that takes a while: the turn's close is still running."""
+
+    @hookimpl
+    def ora_turn_finished(self, turn, result):
+        time.sleep(0.5)
+
+
+def test_a_second_cancellation_while_the_trace_closes_is_said_in_the_result_and_the_close_goes_on(tmp_path):
+    recorder = CancelRecorder()
+    resolved = scripted_config(tmp_path / "traces", default="An answer.\nCONFIDENCE: 0.9",
+                               pipeline={"phase_a": "skip"},
+                               retrieval={"streams": {"concept": False, "conversation": False, "relationship": False}},
+                               verification={"verifier": "model", "final_verifier": "model"},
+                               backends={"local": {"type": "slow", "model": "slow-1", "family": "slow"}})
+    ora = Ora(host=make_host(ora_scripted, ora_modes, ora_trace_fs, recorder, SlowFinish()), config=resolved)
+    turn_id = ora.new_turn_id()
+
+    async def main():
+        task = asyncio.ensure_future(ora.arun(PROMPT, mode="standard", turn_id=turn_id))
+        while recorder.started == 0:
+            await asyncio.sleep(0.01)
+        task.cancel("client-disconnected")
+        await asyncio.sleep(0.1)  # inside the close (the slow observer)
+        task.cancel("shutdown")
+        with pytest.raises(TurnInterrupted) as caught:
+            await task
+        for _ in range(100):  # the close finishes on its own task
+            found = list((tmp_path / "traces").glob(f"*/{turn_id}/turn.json"))
+            if found and json.loads(found[0].read_text(encoding="utf-8"))["status"] != "running":
+                return caught.value, json.loads(found[0].read_text(encoding="utf-8"))
+            await asyncio.sleep(0.1)
+        raise AssertionError("the trace was not closed after the second cancellation")
+
+    interrupted, doc = asyncio.run(main())
+    assert interrupted.reason == "client-disconnected"
+    assert "cancelled again (shutdown)" in interrupted.result.diagnostic["second_cancellation"]
+    assert doc["status"] == "halted" and doc["interruption"]["reason"] == "client-disconnected"

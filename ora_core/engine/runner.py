@@ -201,8 +201,10 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
         closing = asyncio.ensure_future(_finish(runtime, turn, result))
         try:
             result = await asyncio.shield(closing)
-        except asyncio.CancelledError:
-            pass  # the shielded close finishes on its own; the interruption is raised below either way
+        except asyncio.CancelledError as again:  # the close goes on, on its own task: said in the result
+            result.diagnostic["second_cancellation"] = (
+                f"cancelled again ({cancel_reason(again)}) while the trace was closing: the close goes on "
+                "on a task of its own; this result was returned before it finished (no trace path yet)")
         raise TurnInterrupted(cancel_reason(interrupted), result) from interrupted
     if isinstance(crash, OraError):  # configuration and plugin errors: the CLI names them, exit 1
         raise crash
