@@ -9,7 +9,7 @@ The commands are defined here, at module level, on ``group`` (the root app adds 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
@@ -87,20 +87,31 @@ models instead (not deterministic). --save writes the figures with the bench has
 directory without running anything."""
 
 
+# The reliability bench's options, declared once for ``ora bench`` and ``ora bench pipeline``.
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print the report as JSON on stdout.")]
+SaveOpt = Annotated[Optional[Path], typer.Option("--save", help="Write the figures (bench hash, version) here.")]
+CompareOpt = Annotated[Optional[Path], typer.Option("--compare", help="Print the deltas against this file.")]
+ConfigOpt = Annotated[Optional[str], typer.Option("--config", "-c",
+                                                  help="Run on this configuration's models (not deterministic).")]
+DocumentsOpt = Annotated[Optional[Path], typer.Option("--documents", help="Directory of bench documents.")]
+OutOpt = Annotated[Optional[Path], typer.Option("--out", help="Run directory (the scenarios' traces).")]
+InjectOpt = Annotated[list[str], typer.Option("--inject", help="Only these inject modes (repeatable).")]
+FromOpt = Annotated[Optional[Path], typer.Option("--from", help="Recompute the metrics of this run directory.")]
+
+
 # ``ora bench`` (no subcommand) runs the reliability bench; ``ora bench pipeline`` is the same command by
 # name. The other ``ora bench`` subcommands are untouched.
 @group.callback(invoke_without_command=True, no_args_is_help=False, help=PIPELINE_HELP)
 def bench_root(
     ctx: typer.Context,
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-    save: Optional[Path] = typer.Option(None, "--save", help="Write the figures (bench hash, version) here."),
-    compare_with: Optional[Path] = typer.Option(None, "--compare", help="Print the deltas against this file."),
-    config: Optional[str] = typer.Option(None, "--config", "-c",
-                                         help="Run on this configuration's models (not deterministic)."),
-    documents: Optional[Path] = typer.Option(None, "--documents", help="Directory of bench documents."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (the scenarios' traces)."),
-    injects: list[str] = typer.Option([], "--inject", help="Only these inject modes (repeatable)."),
-    from_dir: Optional[Path] = typer.Option(None, "--from", help="Recompute the metrics of this run directory."),
+    as_json: JsonOpt = False,
+    save: SaveOpt = None,
+    compare_with: CompareOpt = None,
+    config: ConfigOpt = None,
+    documents: DocumentsOpt = None,
+    out: OutOpt = None,
+    injects: InjectOpt = [],  # noqa: B006 - typer reads the default; never mutated
+    from_dir: FromOpt = None,
 ) -> None:
     options = {"--json": as_json, "--save": save, "--compare": compare_with, "--config": config,
                "--documents": documents, "--out": out, "--inject": injects, "--from": from_dir}
@@ -119,15 +130,14 @@ def bench_root(
 
 @group.command("pipeline", help=PIPELINE_HELP.split("\n", 1)[1].strip())
 def bench_pipeline(
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON on stdout."),
-    save: Optional[Path] = typer.Option(None, "--save", help="Write the figures (bench hash, version) here."),
-    compare_with: Optional[Path] = typer.Option(None, "--compare", help="Print the deltas against this file."),
-    config: Optional[str] = typer.Option(None, "--config", "-c",
-                                         help="Run on this configuration's models (not deterministic)."),
-    documents: Optional[Path] = typer.Option(None, "--documents", help="Directory of bench documents."),
-    out: Optional[Path] = typer.Option(None, "--out", help="Run directory (the scenarios' traces)."),
-    injects: list[str] = typer.Option([], "--inject", help="Only these inject modes (repeatable)."),
-    from_dir: Optional[Path] = typer.Option(None, "--from", help="Recompute the metrics of this run directory."),
+    as_json: JsonOpt = False,
+    save: SaveOpt = None,
+    compare_with: CompareOpt = None,
+    config: ConfigOpt = None,
+    documents: DocumentsOpt = None,
+    out: OutOpt = None,
+    injects: InjectOpt = [],  # noqa: B006 - typer reads the default; never mutated
+    from_dir: FromOpt = None,
 ) -> None:
     run_pipeline_bench(as_json=as_json, save=save, compare_with=compare_with, config=config,
                        documents=documents, out=out, injects=injects, from_dir=from_dir)

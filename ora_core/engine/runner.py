@@ -202,6 +202,7 @@ async def run_turn_async(runtime: Runtime, prompt: str, *, conversation_id: str 
         try:
             result = await asyncio.shield(closing)
         except asyncio.CancelledError as again:  # the close goes on, on its own task: said in the result
+            result.diagnostic = result.diagnostic or {}
             result.diagnostic["second_cancellation"] = (
                 f"cancelled again ({cancel_reason(again)}) while the trace was closing: the close goes on "
                 "on a task of its own; this result was returned before it finished (no trace path yet)")
