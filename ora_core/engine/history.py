@@ -117,9 +117,7 @@ def with_history(turn: TurnContext, retrievers: dict[str, Retriever], missing: d
     """``retrievers`` and ``missing`` with the ``conversation`` stream read from the caller's messages
     when the turn has them (the memory retriever is not asked for this turn)."""
     history = turn.stash.get(HISTORY, None)
-    if history is None:
-        return retrievers, missing
-    if not conversation_enabled:
+    if history is None or not conversation_enabled:
         return retrievers, missing
     found = dict(retrievers)
     found[STREAM] = HistoryRetriever(history)
