@@ -10,7 +10,8 @@ one chunk, written as conversation memory writes it: ``User: ...`` / ``Assistant
 the ``k`` exchanges that share the most words with the query (words of three letters or more,
 compared on their first five), the newer first on a tie. A chunk's
 provenance says where it came from (collection ``client-history``, source ``messages[i..j]``), and
-like every ``conversation`` chunk it is never evidence for a verifier or the evidence answer.
+like every ``conversation`` chunk it is never shown by the evidence answer and is left out of the
+grounding verifier's evidence by its default ``exclude_streams``.
 Messages of other roles (``system``, ``tool`` ...) are not used; the step that reads the stream names
 them (contingency ``client-history-roles-unused``). With the stream switched off
 (``retrieval.streams.conversation = false``) the history is unused, and that is named too.
